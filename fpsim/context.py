@@ -1,0 +1,275 @@
+"""Contexts, in the manner of Python's :mod:`decimal`.
+
+A :class:`Context` carries the settings every operation reads (rounding mode,
+saturation, flush-to-zero, denormals-are-zero, tininess, stochastic rounding
+source) and accumulates the IEEE flags the operations raise.  Operations take
+``ctx=``; without it they use the current context of the thread or task.
+
+>>> import fpsim
+>>> with fpsim.localcontext(rounding="rtz") as ctx:
+...     x = fpsim.FP16.round(1e-5)
+...     print(ctx.rounding, ctx.flags)
+rtz Flag.UNDERFLOW|INEXACT
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from .modes import ROUNDING_NAMES, Flag, Rounding, Tininess
+
+__all__ = ["Context", "getcontext", "setcontext", "localcontext"]
+
+_SETTINGS = ("rounding", "saturate", "ftz", "daz", "tininess", "sr_bits")
+
+
+class Context:
+    """Settings for rounding, and the sticky flags raised under them.
+
+    Parameters
+    ----------
+    rounding:
+        A :class:`~fpsim.Rounding` or its name: ``"rne"`` (default), ``"rna"``,
+        ``"rtz"``, ``"rup"``, ``"rdn"``, ``"rto"``, ``"sr"``.
+    saturate:
+        Clamp overflowing results and infinities to ±max (ONNX ``Cast``
+        ``saturate=1``, PTX ``.satfinite``).  NaN stays NaN.
+    ftz:
+        Flush tiny results to zero (raising UNDERFLOW and INEXACT).
+    daz:
+        Treat subnormal *operands* (values already in a binary format:
+        :class:`~fpsim.Float`, numpy scalars) as zeros of the same sign.
+    tininess:
+        ``"after"`` (default) or ``"before"`` rounding.
+    sr_bits:
+        Number of random bits used by stochastic rounding (1..64, default 32).
+    rng:
+        Source of stochastic-rounding bits: an int seed, a :class:`random.Random`,
+        or a :class:`numpy.random.Generator`.  Default: ``random.Random(0)``,
+        so runs are reproducible.  Per-call ``random_bits=`` overrides it.
+    flags:
+        Initial flags (default none).
+    """
+
+    __slots__ = (*_SETTINGS, "_rng", "_flags", "_key")
+
+    rounding: Rounding
+    saturate: bool
+    ftz: bool
+    daz: bool
+    tininess: Tininess
+    sr_bits: int
+
+    def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool = False,
+                 ftz: bool = False, daz: bool = False,
+                 tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
+                 rng: Any = None, flags: Flag | int = Flag(0)) -> None:
+        object.__setattr__(self, "_flags", 0)
+        object.__setattr__(self, "_rng", None)
+        self.rounding = rounding  # type: ignore[assignment]
+        self.saturate = saturate
+        self.ftz = ftz
+        self.daz = daz
+        self.tininess = tininess  # type: ignore[assignment]
+        self.sr_bits = sr_bits
+        self.rng = rng
+        self.flags = flags  # type: ignore[assignment]
+
+    # Settings are validated on assignment, and a tuple of them (the "key")
+    # is rebuilt, so that operations read all settings in one attribute access.
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SETTINGS:
+            value = _VALIDATORS[name](value)
+            object.__setattr__(self, name, value)
+            self._rekey()
+        elif name in ("rng", "flags"):
+            object.__getattribute__(type(self), name).__set__(self, value)
+        else:
+            raise AttributeError(f"Context has no setting {name!r}; settings: "
+                                 f"{', '.join(_SETTINGS)}, rng, flags")
+
+    def _rekey(self) -> None:
+        try:
+            key = (self.rounding, self.saturate, self.ftz, self.daz,
+                   self.tininess is Tininess.BEFORE, self.sr_bits)
+        except AttributeError:  # still in __init__
+            return
+        object.__setattr__(self, "_key", key)
+
+    @property
+    def flags(self) -> Flag:
+        """The sticky flags raised so far."""
+        return Flag(self._flags)
+
+    @flags.setter
+    def flags(self, value: Flag | int) -> None:
+        if isinstance(value, bool) or not isinstance(value, (Flag, int)):
+            raise TypeError(f"flags must be an fpsim.Flag, got {type(value).__name__}")
+        object.__setattr__(self, "_flags", Flag(value).value)
+
+    @property
+    def rng(self) -> Any:
+        """The stochastic-rounding source (see the class docstring)."""
+        return self._rng
+
+    @rng.setter
+    def rng(self, value: Any) -> None:
+        if value is None:
+            value = random.Random(0)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            value = random.Random(value)
+        elif not (isinstance(value, random.Random) or hasattr(value, "integers")):
+            raise TypeError("rng must be an int seed, a random.Random or a "
+                            f"numpy.random.Generator, got {type(value).__name__}")
+        object.__setattr__(self, "_rng", value)
+
+    def clear_flags(self) -> None:
+        """Reset all flags."""
+        object.__setattr__(self, "_flags", 0)
+
+    def raise_flags(self, flags: Flag | int) -> None:
+        """OR ``flags`` into the sticky flags."""
+        object.__setattr__(self, "_flags", self._flags | int(Flag(flags).value))
+
+    def random_bits(self, bits: int | None = None) -> int:
+        """Draw one stochastic-rounding random integer in ``[0, 2**bits)``
+        (``bits`` defaults to :attr:`sr_bits`) from :attr:`rng`.
+
+        >>> Context(rng=7).random_bits(8) == Context(rng=7).random_bits(8)
+        True
+        """
+        if bits is None:
+            bits = self.sr_bits
+        rng = self._rng
+        if isinstance(rng, random.Random):
+            return rng.getrandbits(bits)
+        import numpy as np  # a Generator was passed, so numpy is present
+
+        return int(rng.integers(0, 1 << bits, dtype=np.uint64))
+
+    def copy(self, **overrides: Any) -> Context:
+        """A new context with the same settings, flags and rng, and ``overrides``.
+
+        >>> Context().copy(rounding="rup").rounding
+        <Rounding.RUP: 'rup'>
+        """
+        new = Context.__new__(Context)
+        for name in ("_flags", "_rng", *_SETTINGS, "_key"):
+            object.__setattr__(new, name, getattr(self, name))
+        for name, value in overrides.items():
+            setattr(new, name, value)
+        return new
+
+    __copy__ = copy
+
+    def __repr__(self) -> str:
+        return (f"Context(rounding={self.rounding.value!r}, saturate={self.saturate}, "
+                f"ftz={self.ftz}, daz={self.daz}, tininess={self.tininess.value!r}, "
+                f"sr_bits={self.sr_bits}, flags={self.flags!r})")
+
+
+def _check_bool(name: str) -> Any:
+    def check(value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+        return value
+    return check
+
+
+def _check_rounding(value: Any) -> Rounding:
+    try:
+        return Rounding(value)
+    except ValueError:
+        raise ValueError(f"unknown rounding mode {value!r}; accepted: {ROUNDING_NAMES}") from None
+
+
+def _check_tininess(value: Any) -> Tininess:
+    try:
+        return Tininess(value)
+    except ValueError:
+        raise ValueError(f"unknown tininess {value!r}; accepted: after, before") from None
+
+
+def _check_sr_bits(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"sr_bits must be an int, got {type(value).__name__}")
+    if not 1 <= value <= 64:
+        raise ValueError(f"sr_bits must be between 1 and 64, got {value}")
+    return value
+
+
+_VALIDATORS = {
+    "rounding": _check_rounding,
+    "saturate": _check_bool("saturate"),
+    "ftz": _check_bool("ftz"),
+    "daz": _check_bool("daz"),
+    "tininess": _check_tininess,
+    "sr_bits": _check_sr_bits,
+}
+
+_current: contextvars.ContextVar[Context] = contextvars.ContextVar("fpsim_context")
+
+
+def getcontext() -> Context:
+    """The current context of this thread or task (created on first use).
+
+    >>> getcontext().rounding
+    <Rounding.RNE: 'rne'>
+    """
+    try:
+        return _current.get()
+    except LookupError:
+        ctx = Context()
+        _current.set(ctx)
+        return ctx
+
+
+def setcontext(ctx: Context) -> None:
+    """Make ``ctx`` the current context."""
+    if not isinstance(ctx, Context):
+        raise TypeError(f"setcontext() takes a Context, got {type(ctx).__name__}")
+    _current.set(ctx)
+
+
+@contextlib.contextmanager
+def localcontext(ctx: Context | None = None, **overrides: Any) -> Iterator[Context]:
+    """Run a block under a copy of ``ctx`` (default: the current context)
+    with ``overrides``; the previous context is restored afterwards.  As in
+    :mod:`decimal`, flags raised inside stay in the copy.
+
+    >>> with localcontext(rounding="rdn", ftz=True) as c:
+    ...     (c.rounding.value, c.ftz)
+    ('rdn', True)
+    """
+    new = (ctx if ctx is not None else getcontext()).copy(**overrides)
+    token = _current.set(new)
+    try:
+        yield new
+    finally:
+        _current.reset(token)
+
+
+def resolve(ctx: Context | None, overrides: dict[str, Any]) -> tuple[Context, tuple[Any, ...]]:
+    """The context that receives flags, and the settings key to compute with.
+
+    Keyword overrides apply to this one call; flags still go to ``ctx``."""
+    if ctx is None:
+        ctx = getcontext()
+    elif not isinstance(ctx, Context):
+        raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
+    if not overrides:
+        return ctx, ctx._key
+    unknown = set(overrides) - set(_SETTINGS)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(sorted(unknown))}; "
+                        f"accepted: ctx, random_bits, {', '.join(_SETTINGS)}")
+    values = {name: getattr(ctx, name) for name in _SETTINGS}
+    for name, value in overrides.items():
+        values[name] = _VALIDATORS[name](value)
+    key = (values["rounding"], values["saturate"], values["ftz"], values["daz"],
+           values["tininess"] is Tininess.BEFORE, values["sr_bits"])
+    return ctx, key

@@ -1,0 +1,375 @@
+"""Format descriptions: a handful of parameters from which every limit,
+every special code and every later behaviour is derived.
+
+A :class:`Format` is immutable.  Nothing elsewhere in fpsim tests a format's
+name; where formats behave differently, a parameter here says so.
+
+>>> FP16.max, FP16.min_subnormal
+(Fraction(65504, 1), Fraction(1, 16777216))
+>>> E4M3.max, E5M2.max
+(Fraction(448, 1), Fraction(57344, 1))
+>>> format("bfloat16") is BF16
+True
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import Context
+    from .value import Float
+
+__all__ = [
+    "Specials", "Format", "format", "formats", "register",
+    "FP64", "FP32", "TF32", "FP16", "BF16", "E4M3", "E5M2", "E4M3FNUZ", "E5M2FNUZ",
+]
+
+
+class Specials(str, enum.Enum):
+    """Which codes are infinities and NaNs.
+
+    ``IEEE``  the top exponent field is reserved: fraction 0 is ±inf, any other
+              fraction is NaN (quiet when the fraction's top bit is set).
+    ``FN``    finite + NaN (OCP E4M3): no infinities; only the all-ones
+              exponent *and* fraction (S.1111.111) is NaN, the rest of the top
+              binade holds finite values.
+    ``FNUZ``  finite, NaN, unsigned zero (ml_dtypes ``float8_*fnuz``): no
+              infinities, no negative zero; the code of "-0" (sign bit alone)
+              is the single NaN.
+    ``NONE``  every code is finite (OCP MX FP6/FP4 elements).
+    """
+
+    IEEE = "ieee"
+    FN = "fn"
+    FNUZ = "fnuz"
+    NONE = "none"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, eq=True)
+class Format:
+    """A binary floating-point format.
+
+    Parameters
+    ----------
+    name:
+        Canonical lower-case name, e.g. ``"fp16"``.
+    exponent_bits, mantissa_bits:
+        Widths of the exponent field and of the stored fraction field.
+    bias:
+        Exponent bias: a normal code with exponent field ``E`` has value
+        ``1.f × 2**(E - bias)``.
+    specials:
+        Which codes are Inf/NaN, see :class:`Specials`.
+    subnormals:
+        ``True`` (default): exponent field 0 holds zero and the subnormals
+        ``0.f × 2**(1 - bias)``.  ``False``: exponent field 0 is an ordinary
+        binade ``1.f × 2**(0 - bias)`` and the format has no zero (OCP E8M0).
+    signed:
+        ``False`` for formats without a sign bit.
+    aliases:
+        Other names accepted by :func:`format` (case-insensitive).
+
+    Every limit is derived, exactly:
+
+    >>> f = Format("e3m2", exponent_bits=3, mantissa_bits=2, bias=3, specials="none")
+    >>> f.max, f.min_normal, f.min_subnormal, f.eps, f.width
+    (Fraction(28, 1), Fraction(1, 4), Fraction(1, 16), Fraction(1, 4), 6)
+    """
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    specials: Specials = Specials.IEEE
+    subnormals: bool = True
+    signed: bool = True
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    # Derived attributes are plain instance attributes (set once in
+    # __post_init__) rather than properties: the rounding kernel reads them on
+    # every call and attribute lookup is the cheapest access Python has.
+    if TYPE_CHECKING:  # pragma: no cover
+        width: int
+        precision: int
+        emax: int
+        emin: int
+        sign_bit: int
+        magnitude_mask: int
+        max_code: int
+        max: Fraction
+        min_normal: Fraction
+        min_subnormal: Fraction
+        eps: Fraction
+        has_inf: bool
+        has_nan: bool
+        has_zero: bool
+        has_negative_zero: bool
+        inf_code: int | None
+        default_nan_code: int | None
+
+    def __post_init__(self) -> None:
+        _check_parameters(self)
+        setattr_ = object.__setattr__
+        setattr_(self, "specials", Specials(self.specials))
+        setattr_(self, "aliases", tuple(a.lower() for a in self.aliases))
+        e, m = self.exponent_bits, self.mantissa_bits
+        width = int(self.signed) + e + m
+        sign_bit = (1 << (e + m)) if self.signed else 0
+        top_exponent = (1 << e) - 1
+        all_ones = (1 << (e + m)) - 1
+        sp = self.specials
+        if sp is Specials.IEEE:
+            max_code = (top_exponent << m) - 1
+        elif sp is Specials.FN:
+            max_code = all_ones - 1
+        else:  # FNUZ and NONE: every positive code is finite
+            max_code = all_ones
+        emin = 1 - self.bias if self.subnormals else -self.bias
+        emax = (max_code >> m) - self.bias
+        frac_max = max_code & ((1 << m) - 1)
+        max_value = Fraction((1 << m) + frac_max, 1 << m) * _pow2(emax)
+        has_nan = sp is not Specials.NONE
+        if sp is Specials.IEEE:
+            default_nan = (top_exponent << m) | (1 << (m - 1)) if m > 0 else None
+        elif sp is Specials.FN:
+            default_nan = all_ones
+        elif sp is Specials.FNUZ:
+            default_nan = sign_bit
+        else:
+            default_nan = None
+        values = dict(
+            width=width,
+            precision=m + 1,
+            emax=emax,
+            emin=emin,
+            sign_bit=sign_bit,
+            magnitude_mask=all_ones,
+            max_code=max_code,
+            max=max_value,
+            min_normal=_pow2(emin),
+            min_subnormal=_pow2(emin - m) if self.subnormals else _pow2(emin),
+            eps=_pow2(-m),
+            has_inf=sp is Specials.IEEE,
+            has_nan=has_nan,
+            has_zero=self.subnormals,
+            has_negative_zero=self.subnormals and self.signed and sp is not Specials.FNUZ,
+            inf_code=(top_exponent << m) if sp is Specials.IEEE else None,
+            default_nan_code=default_nan,
+            # kernel constants
+            _qmin=emin - m,
+            _implicit_offset=0 if self.subnormals else (1 << m),
+        )
+        for k, v in values.items():
+            setattr_(self, k, v)
+
+    # -- code classification -------------------------------------------------
+
+    def is_nan_code(self, code: int) -> bool:
+        """Whether ``code`` encodes a NaN in this format."""
+        sp = self.specials
+        if sp is Specials.IEEE:
+            return (code & self.magnitude_mask) > self.inf_code  # type: ignore[operator]
+        if sp is Specials.FN:
+            return (code & self.magnitude_mask) == self.magnitude_mask
+        if sp is Specials.FNUZ:
+            return code == self.sign_bit
+        return False
+
+    def is_signaling_code(self, code: int) -> bool:
+        """Whether ``code`` is a signaling NaN.  Only IEEE-style formats with
+        a fraction field have them: the quiet bit is the fraction's top bit.
+        The single NaN of FN/FNUZ formats is quiet."""
+        if self.specials is not Specials.IEEE or not self.is_nan_code(code):
+            return False
+        return not (code >> (self.mantissa_bits - 1)) & 1
+
+    def fields(self, code: int) -> tuple[int, int, int]:
+        """Split a code into ``(sign, exponent_field, fraction_field)``.
+
+        >>> FP16.fields(0x00A8)
+        (0, 0, 168)
+        """
+        m = self.mantissa_bits
+        sign = (code >> (self.exponent_bits + m)) & 1 if self.signed else 0
+        return sign, (code >> m) & ((1 << self.exponent_bits) - 1), code & ((1 << m) - 1)
+
+    def check_code(self, code: Any) -> int:
+        """Validate a bit pattern for this format and return it as an int."""
+        if isinstance(code, bool) or not hasattr(code, "__index__"):
+            raise TypeError(
+                f"bits for {self.name} must be an int, got {type(code).__name__}"
+            )
+        code = code.__index__()
+        if not 0 <= code < (1 << self.width):
+            raise ValueError(
+                f"bits 0x{code:x} out of range for {self.name}: "
+                f"accepted 0x0..0x{(1 << self.width) - 1:x} ({self.width} bits)"
+            )
+        return code
+
+    def codes(self) -> range:
+        """Every code of the format, in numeric code order.
+
+        >>> len(E4M3.codes())
+        256
+        """
+        return range(1 << self.width)
+
+    # -- conveniences that delegate to the scalar layer -----------------------
+    # The description above does not depend on them; they exist because
+    # ``FP16.round(x)`` is how people want to spell it.
+
+    def from_bits(self, bits: int) -> Float:
+        """The value with bit pattern ``bits``.
+
+        >>> FP16.from_bits(0x3C00)
+        Float(fp16, 0x3c00, 1)
+        """
+        return _value.Float(self, self.check_code(bits))
+
+    def round(
+        self, x: Any, ctx: Context | None = None, **overrides: Any
+    ) -> Float:
+        """Round ``x`` exactly once to this format.
+
+        ``x`` may be an int, float, :class:`~fractions.Fraction`,
+        :class:`~decimal.Decimal`, numpy scalar, :class:`~fpsim.Float` of any
+        format, or a string (decimal of any length, C99 hex float, ``inf``,
+        ``nan``, ``snan``).  Settings come from ``ctx`` (default: the current
+        context) with keyword overrides ``rounding=``, ``saturate=``, ``ftz=``,
+        ``daz=``, ``tininess=``, ``sr_bits=``; ``random_bits=`` supplies the
+        random integer for stochastic rounding.  Flags accumulate into the
+        context.
+
+        >>> FP16.round("1.000488281250000000001").bits == 0x3C01
+        True
+        >>> FP16.round("1.00048828125").bits == 0x3C00
+        True
+        >>> FP16.round(1e-5)
+        Float(fp16, 0x00a8, 1.0013580322265625e-05)
+        """
+        return _value.round_to(self, x, ctx, overrides)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        extra = "" if self.specials is Specials.IEEE else f", specials={self.specials.value!r}"
+        if not self.subnormals:
+            extra += ", subnormals=False"
+        if not self.signed:
+            extra += ", signed=False"
+        return (
+            f"Format({self.name!r}, exponent_bits={self.exponent_bits}, "
+            f"mantissa_bits={self.mantissa_bits}, bias={self.bias}{extra})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Format, (self.name, self.exponent_bits, self.mantissa_bits, self.bias,
+                         self.specials, self.subnormals, self.signed, self.aliases))
+
+
+def _pow2(n: int) -> Fraction:
+    return Fraction(1 << n) if n >= 0 else Fraction(1, 1 << -n)
+
+
+def _check_parameters(f: Format) -> None:
+    if not isinstance(f.name, str) or not f.name:
+        raise TypeError("Format name must be a non-empty string")
+    for attr in ("exponent_bits", "mantissa_bits", "bias"):
+        v = getattr(f, attr)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"Format {attr} must be an int, got {type(v).__name__}")
+    if f.exponent_bits < 1:
+        raise ValueError(f"Format exponent_bits must be >= 1, got {f.exponent_bits}")
+    if f.mantissa_bits < 0:
+        raise ValueError(f"Format mantissa_bits must be >= 0, got {f.mantissa_bits}")
+    try:
+        sp = Specials(f.specials)
+    except ValueError:
+        raise ValueError(
+            f"Format specials must be one of ieee, fn, fnuz, none; got {f.specials!r}"
+        ) from None
+    if sp is Specials.IEEE and f.mantissa_bits < 1:
+        raise ValueError("an IEEE-style format needs mantissa_bits >= 1 to encode NaN")
+    if sp is Specials.IEEE and f.exponent_bits < 2:
+        raise ValueError("an IEEE-style format needs exponent_bits >= 2")
+    if sp is Specials.FNUZ and not f.signed:
+        raise ValueError("an FNUZ format needs a sign bit: its NaN is the '-0' code")
+    if not f.subnormals and f.signed:
+        raise ValueError(
+            "subnormals=False (no zero, exponent field 0 is a normal binade) "
+            "is supported for unsigned formats such as E8M0 only"
+        )
+
+
+# -- registry -----------------------------------------------------------------
+
+_REGISTRY: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> Format:
+    """Make ``fmt`` findable by :func:`format` under its name and aliases."""
+    if not isinstance(fmt, Format):
+        raise TypeError(f"register() takes a Format, got {type(fmt).__name__}")
+    for key in (fmt.name.lower(), *fmt.aliases):
+        known = _REGISTRY.get(key)
+        if known is not None and known != fmt:
+            raise ValueError(f"format name {key!r} is already used by {known.name}")
+    for key in (fmt.name.lower(), *fmt.aliases):
+        _REGISTRY[key] = fmt
+    return fmt
+
+
+def format(name: str | Format) -> Format:  # noqa: A001 - the public name is the point
+    """Look a format up by name or alias, case-insensitively.
+
+    >>> format("Half") is FP16, format("fp8_e4m3") is E4M3
+    (True, True)
+    """
+    if isinstance(name, Format):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"format name must be a str, got {type(name).__name__}")
+    fmt = _REGISTRY.get(name.strip().lower())
+    if fmt is None:
+        raise ValueError(
+            f"unknown format {name!r}; accepted: {', '.join(f.name for f in formats())} "
+            "(or an alias such as float16, half, bfloat16, fp8_e4m3)"
+        )
+    return fmt
+
+
+def formats() -> list[Format]:
+    """Every registered format, each once, widest first.
+
+    >>> [f.name for f in formats()][:3]
+    ['fp64', 'fp32', 'tf32']
+    """
+    seen: dict[str, Format] = {}
+    for f in _REGISTRY.values():
+        seen.setdefault(f.name, f)
+    return sorted(seen.values(), key=lambda f: (-f.width, -f.exponent_bits, f.name))
+
+
+FP64 = register(Format("fp64", 11, 52, 1023, aliases=("float64", "binary64", "double")))
+FP32 = register(Format("fp32", 8, 23, 127, aliases=("float32", "binary32", "single")))
+TF32 = register(Format("tf32", 8, 10, 127, aliases=("tensorfloat32",)))
+FP16 = register(Format("fp16", 5, 10, 15, aliases=("float16", "binary16", "half")))
+BF16 = register(Format("bf16", 8, 7, 127, aliases=("bfloat16",)))
+E4M3 = register(Format("e4m3", 4, 3, 7, Specials.FN,
+                       aliases=("fp8_e4m3", "float8_e4m3fn", "e4m3fn", "fp8_e4m3fn")))
+E5M2 = register(Format("e5m2", 5, 2, 15, aliases=("fp8_e5m2", "float8_e5m2")))
+E4M3FNUZ = register(Format("e4m3fnuz", 4, 3, 8, Specials.FNUZ,
+                           aliases=("float8_e4m3fnuz", "fp8_e4m3fnuz")))
+E5M2FNUZ = register(Format("e5m2fnuz", 5, 2, 16, Specials.FNUZ,
+                           aliases=("float8_e5m2fnuz", "fp8_e5m2fnuz")))
+
+from . import value as _value  # noqa: E402  (the conveniences above call rightward)

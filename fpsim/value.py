@@ -1,0 +1,507 @@
+"""Scalar values: :class:`Float` (a format and a bit pattern) and rounding
+of any input into a format.
+
+>>> from fpsim import FP16, E4M3
+>>> x = FP16.round(1e-5)
+>>> x.bits == 0x00A8, x.is_subnormal, x.value
+(True, True, Fraction(21, 2097152))
+>>> x.next_up()
+Float(fp16, 0x00a9, 1.0073184967041015625e-05)
+>>> E4M3.round(1000, saturate=True)
+Float(e4m3, 0x7e, 448)
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from fractions import Fraction
+from typing import Any
+
+from . import parse
+from .context import Context, getcontext, resolve
+from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
+from .formats import format as _lookup
+from .modes import Rounding
+from .nans import convert_nan
+from .rounding import INVALID, nan_code, round_exact
+
+__all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
+
+_SR = Rounding.SR
+
+
+class FloatClass(enum.Enum):
+    """The ten classes of IEEE 754-2019 §5.7.2 ``class(x)``."""
+
+    SIGNALING_NAN = "signalingNaN"
+    QUIET_NAN = "quietNaN"
+    NEGATIVE_INFINITY = "negativeInfinity"
+    NEGATIVE_NORMAL = "negativeNormal"
+    NEGATIVE_SUBNORMAL = "negativeSubnormal"
+    NEGATIVE_ZERO = "negativeZero"
+    POSITIVE_ZERO = "positiveZero"
+    POSITIVE_SUBNORMAL = "positiveSubnormal"
+    POSITIVE_NORMAL = "positiveNormal"
+    POSITIVE_INFINITY = "positiveInfinity"
+
+
+class Float:
+    """An immutable value of a format: ``(fmt, bits)``.
+
+    Build one with :meth:`Format.from_bits` or :meth:`Format.round`.
+    ``float(x)`` gives the nearest Python float (exact for every built-in
+    format but FP64's own NaN payloads); :attr:`value` gives the exact
+    :class:`~fractions.Fraction`.
+
+    Comparisons follow IEEE 754: ``==`` is quiet (NaN is unequal to
+    everything, ``-0 == +0``), values of any format and Python numbers are
+    compared exactly.
+
+    >>> y = FP16.from_bits(0x7BFF)
+    >>> y.value, y.kind, y.fields()
+    (Fraction(65504, 1), 'normal', (0, 30, 1023))
+    >>> y.next_up()
+    Float(fp16, 0x7c00, inf)
+    >>> FP16.from_bits(0x8000) == 0
+    True
+    """
+
+    __slots__ = ("fmt", "bits")
+    fmt: Format
+    bits: int
+
+    def __init__(self, fmt: Format, bits: int) -> None:
+        if not isinstance(fmt, Format):
+            raise TypeError(f"Float() needs a Format, got {type(fmt).__name__}")
+        _set_fmt(self, fmt)
+        _set_bits(self, fmt.check_code(bits))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Float is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Float, (self.fmt, self.bits))
+
+    # -- classification ------------------------------------------------------
+
+    @property
+    def sign(self) -> int:
+        """The sign bit: 1 for negative values (and negative NaNs)."""
+        return 1 if self.bits & self.fmt.sign_bit else 0
+
+    @property
+    def is_negative(self) -> bool:
+        return bool(self.bits & self.fmt.sign_bit)
+
+    @property
+    def is_nan(self) -> bool:
+        return self.fmt.is_nan_code(self.bits)
+
+    @property
+    def is_signaling(self) -> bool:
+        """True for a signaling NaN."""
+        return self.fmt.is_signaling_code(self.bits)
+
+    @property
+    def is_quiet_nan(self) -> bool:
+        return self.is_nan and not self.is_signaling
+
+    @property
+    def is_inf(self) -> bool:
+        return self.fmt.has_inf and (self.bits & self.fmt.magnitude_mask) == self.fmt.inf_code
+
+    @property
+    def is_finite(self) -> bool:
+        return not (self.is_nan or self.is_inf)
+
+    @property
+    def is_zero(self) -> bool:
+        return self.fmt.has_zero and not self.is_nan and not (self.bits & self.fmt.magnitude_mask)
+
+    @property
+    def is_subnormal(self) -> bool:
+        f = self.fmt
+        mag = self.bits & f.magnitude_mask
+        return f.subnormals and 0 < mag < (1 << f.mantissa_bits) and not self.is_nan
+
+    @property
+    def is_normal(self) -> bool:
+        return self.is_finite and not self.is_zero and not self.is_subnormal
+
+    @property
+    def kind(self) -> str:
+        """``"zero"``, ``"subnormal"``, ``"normal"``, ``"inf"`` or ``"nan"``."""
+        if self.is_nan:
+            return "nan"
+        if self.is_inf:
+            return "inf"
+        if self.is_zero:
+            return "zero"
+        return "subnormal" if self.is_subnormal else "normal"
+
+    def classify(self) -> FloatClass:
+        """The IEEE 754 class of the value.
+
+        >>> FP16.from_bits(0x8001).classify()
+        <FloatClass.NEGATIVE_SUBNORMAL: 'negativeSubnormal'>
+        """
+        if self.is_nan:
+            return FloatClass.SIGNALING_NAN if self.is_signaling else FloatClass.QUIET_NAN
+        prefix = "NEGATIVE_" if self.is_negative else "POSITIVE_"
+        return FloatClass[prefix + {"inf": "INFINITY"}.get(self.kind, self.kind.upper())]
+
+    def fields(self) -> tuple[int, int, int]:
+        """``(sign, exponent_field, fraction_field)`` of the bit pattern."""
+        return self.fmt.fields(self.bits)
+
+    # -- values --------------------------------------------------------------
+
+    def _significand_exponent(self) -> tuple[int, int]:
+        """``(sig, exp)`` with ``|value| = sig × 2**exp`` for a finite value."""
+        f = self.fmt
+        m = f.mantissa_bits
+        mag = self.bits & f.magnitude_mask
+        e_field = mag >> m
+        frac = mag & ((1 << m) - 1)
+        if f.subnormals and e_field == 0:
+            return frac, f.emin - m
+        return frac | (1 << m), e_field - f.bias - m
+
+    @property
+    def value(self) -> Fraction:
+        """The exact value; :class:`ValueError` for infinities and NaNs."""
+        if not self.is_finite:
+            raise ValueError(f"{self.kind} has no exact rational value ({self!r})")
+        sig, exp = self._significand_exponent()
+        v = Fraction(sig << exp) if exp >= 0 else Fraction(sig, 1 << -exp)
+        return -v if self.is_negative else v
+
+    def __float__(self) -> float:
+        if self.is_nan:
+            return -math.nan if self.is_negative else math.nan
+        if self.is_inf:
+            return -math.inf if self.is_negative else math.inf
+        sig, exp = self._significand_exponent()
+        try:
+            v = math.ldexp(float(sig), exp) if sig < (1 << 53) else float(self.value)
+        except OverflowError:
+            v = math.inf
+        return -v if self.is_negative else v
+
+    def ulp(self) -> Fraction:
+        """The unit in the last place at this value: the distance between
+        the two finite values around it in its binade (for zero, the smallest
+        subnormal).
+
+        >>> FP16.round(1).ulp(), FP16.from_bits(0).ulp()
+        (Fraction(1, 1024), Fraction(1, 16777216))
+        """
+        if not self.is_finite:
+            raise ValueError(f"ulp is not defined for {self.kind} ({self!r})")
+        if self.is_zero:
+            return self.fmt.min_subnormal
+        return _pow2(self._significand_exponent()[1])
+
+    def _ordinal(self) -> int:
+        """Position in the order of values: ±0 are 0, +min_subnormal is 1, ..."""
+        mag = (self.bits & self.fmt.magnitude_mask) + (0 if self.fmt.has_zero else 1)
+        return -mag if self.is_negative else mag
+
+    def next_up(self) -> Float:
+        """The least value greater than this one (IEEE nextUp).  Infinities
+        and the largest finite value of a format without infinity stay put;
+        a NaN gives the quiet NaN.
+
+        >>> FP16.from_bits(0x8001).next_up()
+        Float(fp16, 0x8000, -0)
+        """
+        return self._step(1)
+
+    def next_down(self) -> Float:
+        """The greatest value less than this one (IEEE nextDown).
+
+        >>> E4M3.round(448).next_down()
+        Float(e4m3, 0x7d, 416)
+        """
+        return self._step(-1)
+
+    def _step(self, direction: int) -> Float:
+        f = self.fmt
+        if self.is_nan:
+            return Float(f, convert_nan(f, self.bits, f)[0])
+        top = f.max_code + (1 if f.has_inf else 0) + (0 if f.has_zero else 1)
+        lowest = -top if f.signed else (0 if f.has_zero else 1)
+        o = self._ordinal() + direction
+        if not lowest <= o <= top:
+            return self
+        if o == 0:  # stepping onto zero keeps the sign (nextUp(-min_sub) = -0)
+            return _make(f, f.sign_bit if self.is_negative and f.has_negative_zero else 0)
+        mag = abs(o) - (0 if f.has_zero else 1)
+        return _make(f, mag | (f.sign_bit if o < 0 else 0))
+
+    # -- text ----------------------------------------------------------------
+
+    def hex(self) -> str:
+        """C99 hexadecimal form of the value (``'0x1.ffcp+15'``), ``inf``,
+        ``nan``."""
+        if self.is_nan:
+            return "-nan" if self.is_negative else "nan"
+        if self.is_inf:
+            return "-inf" if self.is_negative else "inf"
+        sign = "-" if self.is_negative else ""
+        if self.is_zero:
+            return sign + "0x0p+0"
+        sig, exp = self._significand_exponent()
+        shift = sig.bit_length() - 1
+        frac = sig - (1 << shift)
+        digits = (shift + 3) // 4
+        frac_hex = f"{frac << (4 * digits - shift):0{digits}x}".rstrip("0") if shift else ""
+        return f"{sign}0x1{'.' + frac_hex if frac_hex else ''}p{exp + shift:+d}"
+
+    def __str__(self) -> str:
+        if not self.is_finite:
+            return self.hex()
+        text = exact_decimal(self.value)
+        return "-0" if self.is_zero and self.is_negative else text
+
+    def __repr__(self) -> str:
+        digits = (self.fmt.width + 3) // 4
+        return f"Float({self.fmt.name}, 0x{self.bits:0{digits}x}, {self})"
+
+    # -- comparisons (exact, IEEE quiet equality) ---------------------------
+
+    def _cmp_value(self, other: Any) -> Fraction | float | None:
+        """A value to compare with, or None when either side is NaN."""
+        if isinstance(other, Float):
+            if other.is_nan:
+                return None
+            return other.value if other.is_finite else float(other)
+        if isinstance(other, (int, Fraction)):
+            return Fraction(other)
+        if isinstance(other, float):
+            if other != other:
+                return None
+            return Fraction(other) if math.isfinite(other) else other
+        return NotImplemented  # type: ignore[return-value]
+
+    def _self_value(self) -> Fraction | float:
+        return self.value if self.is_finite else float(self)
+
+    def __eq__(self, other: object) -> bool:
+        o = self._cmp_value(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return o is not None and not self.is_nan and self._self_value() == o
+
+    def __hash__(self) -> int:
+        if self.is_nan:
+            return object.__hash__(self)
+        return hash(self._self_value())
+
+
+_set_fmt = Float.__dict__["fmt"].__set__
+_set_bits = Float.__dict__["bits"].__set__
+_new_float = object.__new__
+
+
+def _make(fmt: Format, code: int) -> Float:
+    # The kernel's codes are in range by construction: skip re-validation.
+    x = _new_float(Float)
+    _set_fmt(x, fmt)
+    _set_bits(x, code)
+    return x
+
+
+def _pow2(n: int) -> Fraction:
+    return Fraction(1 << n) if n >= 0 else Fraction(1, 1 << -n)
+
+
+def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]) -> Float:
+    """Round ``x`` into ``fmt`` (the body of :meth:`Format.round`)."""
+    random_bits = overrides.pop("random_bits", None) if overrides else None
+    if ctx is None and not overrides:
+        ctx = getcontext()
+        key = ctx._key
+    else:
+        ctx, key = resolve(ctx, overrides)
+    mode, saturate, ftz, daz, before, sr_bits = key
+
+    if mode is _SR:
+        if random_bits is None:
+            rand = ctx.random_bits(sr_bits)
+        else:
+            rand = _check_random_bits(random_bits, sr_bits)
+    else:
+        if random_bits is not None:
+            raise ValueError("random_bits= is only used by stochastic rounding (rounding='sr')")
+        rand = 0
+
+    t = type(x)
+    if t is float and x - x == 0.0:  # finite float: the hot path
+        mant, e = math.frexp(x)
+        if mant < 0 or (mant == 0.0 and math.copysign(1.0, x) < 0):
+            code, flags = round_exact(fmt, True, int(-mant * 9007199254740992.0), 1, e - 53,
+                                      mode, saturate, ftz, before, rand, sr_bits)
+        else:
+            code, flags = round_exact(fmt, False, int(mant * 9007199254740992.0), 1, e - 53,
+                                      mode, saturate, ftz, before, rand, sr_bits)
+    else:
+        if t is Float:
+            src: Any = ("code", x.fmt, x.bits)
+        else:
+            src = parse.exact(x)
+        if src[0] == "code":
+            src = _operand(src[1], src[2], daz)
+        code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits)
+    if flags:
+        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+    return _make(fmt, code)
+
+
+def _operand(fmt: Format, code: int, daz: bool) -> tuple[Any, ...]:
+    """An operand given as a code of ``fmt``, read exactly (DAZ applied)."""
+    v = _make(fmt, code)
+    if v.is_nan:
+        return ("nan", fmt, code)
+    negative = v.is_negative
+    if v.is_inf:
+        return ("inf", negative)
+    if daz and v.is_subnormal:
+        return ("finite", negative, 0, 1, 0)
+    sig, exp = v._significand_exponent()
+    return ("finite", negative, sig, 1, exp)
+
+
+def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: bool,
+                  ftz: bool, before: bool, rand: int, sr_bits: int) -> tuple[int, int]:
+    kind = src[0]
+    if kind == "finite":
+        _, negative, num, den, exp = src
+        return round_exact(fmt, negative, num, den, exp, mode, saturate, ftz, before,
+                           rand, sr_bits)
+    if kind == "inf":
+        negative = src[1]
+        if negative and not fmt.signed:
+            return _nan_for(fmt, negative, "-inf"), INVALID
+        sign = fmt.sign_bit if negative else 0
+        if fmt.has_inf and not saturate:
+            return sign | fmt.inf_code, 0  # type: ignore[operator]
+        if saturate or not fmt.has_nan:
+            # Infinity is no rounding of any finite value: clamping it is not
+            # an overflow but an invalid conversion (as float -> int is).
+            return sign | fmt.max_code, INVALID
+        return nan_code(fmt, negative), INVALID
+    if kind == "nan":
+        _, src_fmt, payload = src
+        if src_fmt is None:
+            return _nan_for(fmt, payload, "NaN"), 0
+        if not fmt.has_nan:
+            raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")
+        return convert_nan(src_fmt, payload, fmt)
+    # a signaling NaN literal
+    negative = src[2]
+    if fmt.specials is not Specials.IEEE:
+        raise ValueError(f"format {fmt.name} has no signaling NaN; "
+                         "only IEEE-style formats (fp16, fp32, bf16, e5m2, ...) do")
+    return ((fmt.sign_bit if negative else 0) | fmt.inf_code | 1), 0  # type: ignore[operator]
+
+
+def _nan_for(fmt: Format, negative: bool, what: str) -> int:
+    if not fmt.has_nan:
+        raise ValueError(f"{what} is not representable in {fmt.name}, which has no NaN")
+    return nan_code(fmt, negative)
+
+
+def _check_random_bits(value: Any, sr_bits: int) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"random_bits must be an int, got {type(value).__name__}")
+    value = value.__index__()
+    if not 0 <= value < (1 << sr_bits):
+        raise ValueError(f"random_bits={value} out of range: accepted 0 <= random_bits < "
+                         f"2**sr_bits = {1 << sr_bits}")
+    return value
+
+
+def convert(x: Any, fmt: Format | str, ctx: Context | None = None, **overrides: Any) -> Float:
+    """Convert ``x`` (a :class:`Float` of any format, or anything
+    :meth:`Format.round` accepts) to ``fmt`` with one rounding.
+
+    NaNs stay NaN: quieted (INVALID if signaling), sign kept where the
+    destination's NaNs have one, payload kept left-aligned (see
+    :mod:`fpsim.nans`).  Into a format without infinity, an infinity becomes
+    NaN, or ±max with ``saturate=True``; both raise INVALID.
+
+    >>> import fpsim
+    >>> fpsim.convert(fpsim.FP32.round(3.14159), "bf16")
+    Float(bf16, 0x4049, 3.140625)
+    >>> fpsim.convert(fpsim.FP16.round("inf"), fpsim.E4M3)
+    Float(e4m3, 0x7f, nan)
+    """
+    return round_to(_lookup(fmt), x, ctx, overrides)
+
+
+def exact_decimal(x: Fraction, max_digits: int | None = None) -> str:
+    """The decimal expansion of ``x``, exact when it terminates (every binary
+    value does), in the style of Python's ``repr(float)``: positional for
+    ``1e-4 <= |x| < 1e16``, scientific otherwise.  With ``max_digits``, or
+    for a non-terminating expansion, the value is rounded to that many
+    significant digits (default 17) and prefixed with ``~``.
+
+    >>> exact_decimal(Fraction(21, 2097152))
+    '1.0013580322265625e-05'
+    >>> exact_decimal(Fraction(65504)), exact_decimal(Fraction(-3, 8))
+    ('65504', '-0.375')
+    >>> exact_decimal(Fraction(1, 3))
+    '~0.33333333333333333'
+    """
+    x = Fraction(x)
+    if x == 0:
+        return "0"
+    sign = "-" if x < 0 else ""
+    n, d = abs(x.numerator), x.denominator
+    twos = (d & -d).bit_length() - 1
+    rest = d >> twos
+    fives = 0
+    while rest % 5 == 0:
+        rest //= 5
+        fives += 1
+    approx = rest != 1
+    if not approx:
+        scale = max(twos, fives)
+        digits = str(n * (10 ** scale) // d)
+        exp10 = len(digits) - 1 - scale
+        digits = digits.rstrip("0") or "0"
+        if max_digits is not None and len(digits) > max_digits:
+            approx = True
+    if approx:
+        keep = max_digits or 17
+        exp10 = _floor_log10(n, d)
+        shift = keep - 1 - exp10
+        scaled = Fraction(n * 10 ** shift, d) if shift >= 0 else Fraction(n, d * 10 ** -shift)
+        rounded = round(scaled)
+        if len(str(rounded)) > keep:
+            exp10 += 1
+            rounded = round(scaled / 10)
+        digits = str(rounded).rstrip("0") or "0"
+    prefix = "~" if approx else ""
+    if -4 <= exp10 < 16:
+        if exp10 >= 0:
+            whole = digits[: exp10 + 1].ljust(exp10 + 1, "0")
+            frac = digits[exp10 + 1:]
+        else:
+            whole, frac = "0", "0" * (-exp10 - 1) + digits
+        return f"{prefix}{sign}{whole}{'.' + frac if frac else ''}"
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{prefix}{sign}{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+
+
+def _floor_log10(n: int, d: int) -> int:
+    e = len(str(n)) - len(str(d))
+    # adjust so that 10**e <= n/d < 10**(e+1)
+    while (n * 10 ** -e if e < 0 else n) < (d * 10 ** e if e >= 0 else d):
+        e -= 1
+    while (n * 10 ** -(e + 1) if e + 1 < 0 else n) >= (d * 10 ** (e + 1) if e + 1 >= 0 else d):
+        e += 1
+    return e
+
