@@ -20,8 +20,8 @@ of any length, rationals ``p/q``, C99 hexadecimal floats (``0x1.ffcp15``),
 ('finite', False, 24, 1, -7)
 >>> exact("-1e-5")                 # 1 / 5**5 × 2**-5
 ('finite', True, 1, 3125, -5)
->>> exact(0.5)
-('finite', False, 1, 1, -1)
+>>> exact(0.5)                     # the float's 53-bit significand
+('finite', False, 4503599627370496, 1, -53)
 """
 
 from __future__ import annotations
