@@ -1,0 +1,168 @@
+"""``python -m fpsim``: explain a value in a format; list the formats.
+
+Usage::
+
+    python -m fpsim explain 1e-5 --fmt fp16 [--rounding MODE] [--saturate] [--ftz] [--json]
+    python -m fpsim explain --bits 0x3C00 --fmt fp16
+    python -m fpsim formats [--json]
+
+Bad input exits with status 2 and one line on stderr; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from . import parse
+from .explain import explain, explain_bits, render
+from .formats import Format, formats
+from .modes import ROUNDING_NAMES
+from .value import exact_decimal
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A command-line mistake: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m fpsim",
+                     description="Bit-exact floating-point formats: explain values, list formats.")
+    sub = parser.add_subparsers(dest="command", metavar="{explain,formats}", parser_class=_Parser)
+    ex = sub.add_parser("explain", help="what happens to a value in a format",
+                        description="Round VALUE into a format (or decode --bits) and explain "
+                                    "the result: bits, exact value, error, flags, notes.")
+    ex.add_argument("value", nargs="?", help="a decimal ('1e-5', any length), rational ('1/3'), "
+                    "hex float ('0x1.ffcp15'), inf or nan")
+    # Negative values such as -1e-5 or -inf look like options to argparse;
+    # main() passes them through this hidden option instead.
+    ex.add_argument("--value", dest="value_opt", help=argparse.SUPPRESS)
+    ex.add_argument("--bits", help="explain this bit pattern (hex like 0x3C00, or decimal) "
+                    "instead of rounding a value")
+    ex.add_argument("--fmt", "--format", dest="fmt", default="fp16",
+                    help="format name or alias (default fp16; see 'formats')")
+    ex.add_argument("--rounding", default="rne", help=f"rounding mode: {ROUNDING_NAMES}")
+    ex.add_argument("--saturate", action="store_true", help="clamp overflow and inf to ±max")
+    ex.add_argument("--ftz", action="store_true", help="flush tiny results to zero")
+    ex.add_argument("--tininess", default="after", help="after (default) or before rounding")
+    ex.add_argument("--seed", type=int, default=None, help="seed for --rounding sr")
+    ex.add_argument("--json", action="store_true", help="print one JSON object")
+    fm = sub.add_parser("formats", help="a table of every built-in format's limits")
+    fm.add_argument("--json", action="store_true", help="print a JSON list (exact values)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args([_protect_negative(a) for a in argv])
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "formats":
+            return _formats(args)
+        raise UsageError("missing command; accepted: explain, formats "
+                         "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16')")
+    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        print(f"fpsim: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+
+
+def _protect_negative(arg: str) -> str:
+    if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+        try:
+            parse.exact(arg)
+        except (ValueError, TypeError):
+            return arg
+        return f"--value={arg}"
+    return arg
+
+
+def _explain(args: argparse.Namespace) -> int:
+    if args.value_opt is not None:
+        if args.value is not None:
+            raise UsageError("give one VALUE")
+        args.value = args.value_opt
+    if args.bits is not None:
+        if args.value is not None:
+            raise UsageError("give either VALUE or --bits, not both")
+        report = explain_bits(_parse_bits(args.bits), args.fmt)
+    else:
+        if args.value is None:
+            raise UsageError("explain needs a VALUE (e.g. 1e-5) or --bits 0x3C00")
+        report = explain(args.value, args.fmt, rounding=args.rounding, saturate=args.saturate,
+                         ftz=args.ftz, tininess=args.tininess, seed=args.seed)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+def _parse_bits(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise UsageError(f"--bits {text!r} is not an integer; accepted: hex like 0x3C00, "
+                         "binary like 0b0011110000000000, or decimal") from None
+
+
+def _format_row(f: Format) -> dict[str, Any]:
+    return {
+        "name": f.name,
+        "aliases": list(f.aliases),
+        "width": f.width,
+        "sign_bits": int(f.signed),
+        "exponent_bits": f.exponent_bits,
+        "mantissa_bits": f.mantissa_bits,
+        "bias": f.bias,
+        "specials": f.specials.value,
+        "subnormals": f.subnormals,
+        "precision": f.precision,
+        "emax": f.emax,
+        "emin": f.emin,
+        "max": exact_decimal(f.max),
+        "min_normal": exact_decimal(f.min_normal),
+        "min_subnormal": exact_decimal(f.min_subnormal),
+        "eps": exact_decimal(f.eps),
+    }
+
+
+def _formats(args: argparse.Namespace) -> int:
+    rows = [_format_row(f) for f in formats()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = ("name", "S/E/M", "bias", "specials", "p", "emin", "emax", "max",
+              "min normal", "min subnormal", "eps")
+    table = [header]
+    for f, r in zip(formats(), rows):
+        table.append((
+            r["name"], f"{r['sign_bits']}/{r['exponent_bits']}/{r['mantissa_bits']}",
+            str(r["bias"]), r["specials"], str(r["precision"]), str(r["emin"]), str(r["emax"]),
+            exact_decimal(f.max, max_digits=8).lstrip("~"),
+            f"2^{f.emin}",
+            f"2^{f.emin - f.mantissa_bits}" if f.subnormals else "-",
+            f"2^{-f.mantissa_bits}",
+        ))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for i, row in enumerate(table):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print("\nmax is rounded to 8 significant digits; 'formats --json' gives exact values.")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
