@@ -7,6 +7,7 @@ source) and accumulates the IEEE flags the operations raise.  Operations take
 
 >>> import fpsim
 >>> with fpsim.localcontext(rounding="rtz") as ctx:
+...     ctx.clear_flags()   # the copy starts with the outer context's flags
 ...     x = fpsim.FP16.round(1e-5)
 ...     print(ctx.rounding, ctx.flags)
 rtz Flag.UNDERFLOW|INEXACT
