@@ -10,8 +10,20 @@ Float(fp16, 0x00a8, 1.0013580322265625e-05)
 
 from .context import Context, getcontext, localcontext, setcontext
 from .formats import (
-    BF16, E4M3, E4M3FNUZ, E5M2, E5M2FNUZ, FP16, FP32, FP64, TF32, Format, Specials, format,
-    formats, register,
+    BF16,
+    E4M3,
+    E4M3FNUZ,
+    E5M2,
+    E5M2FNUZ,
+    FP16,
+    FP32,
+    FP64,
+    TF32,
+    Format,
+    Specials,
+    format,
+    formats,
+    register,
 )
 from .modes import Flag, Rounding, Tininess
 from .value import Float, FloatClass, convert

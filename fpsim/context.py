@@ -68,7 +68,7 @@ class Context:
     def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool = False,
                  ftz: bool = False, daz: bool = False,
                  tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
-                 rng: Any = None, flags: Flag | int = Flag(0)) -> None:
+                 rng: Any = None, flags: Flag | int = 0) -> None:
         object.__setattr__(self, "_flags", 0)
         object.__setattr__(self, "_rng", None)
         self.rounding = rounding  # type: ignore[assignment]
