@@ -22,10 +22,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .modes import ROUNDING_NAMES, Flag, Rounding, Tininess
+from .nans import IEEE, NanPolicy, policy
 
 __all__ = ["Context", "getcontext", "setcontext", "localcontext"]
 
-_SETTINGS = ("rounding", "saturate", "ftz", "daz", "tininess", "sr_bits")
+_SETTINGS = ("rounding", "saturate", "ftz", "daz", "tininess", "sr_bits", "nan")
 
 
 class Context:
@@ -48,6 +49,9 @@ class Context:
         ``"after"`` (default) or ``"before"`` rounding.
     sr_bits:
         Number of random bits used by stochastic rounding (1..64, default 32).
+    nan:
+        The NaN policy (:mod:`fpsim.nans`): ``"ieee"`` (default), ``"x86"``,
+        ``"arm_default_nan"``, ``"riscv"``, or a :class:`~fpsim.nans.NanPolicy`.
     rng:
         Source of stochastic-rounding bits: an int seed, a :class:`random.Random`,
         or a :class:`numpy.random.Generator`.  Default: ``random.Random(0)``,
@@ -64,11 +68,12 @@ class Context:
     daz: bool
     tininess: Tininess
     sr_bits: int
+    nan: NanPolicy
 
     def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool = False,
                  ftz: bool = False, daz: bool = False,
                  tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
-                 rng: Any = None, flags: Flag | int = 0) -> None:
+                 nan: NanPolicy | str = IEEE, rng: Any = None, flags: Flag | int = 0) -> None:
         object.__setattr__(self, "_flags", 0)
         object.__setattr__(self, "_rng", None)
         self.rounding = rounding  # type: ignore[assignment]
@@ -77,6 +82,7 @@ class Context:
         self.daz = daz
         self.tininess = tininess  # type: ignore[assignment]
         self.sr_bits = sr_bits
+        self.nan = nan  # type: ignore[assignment]
         self.rng = rng
         self.flags = flags  # type: ignore[assignment]
 
@@ -96,7 +102,7 @@ class Context:
     def _rekey(self) -> None:
         try:
             key = (self.rounding, self.saturate, self.ftz, self.daz,
-                   self.tininess is Tininess.BEFORE, self.sr_bits)
+                   self.tininess is Tininess.BEFORE, self.sr_bits, self.nan)
         except AttributeError:  # still in __init__
             return
         object.__setattr__(self, "_key", key)
@@ -158,6 +164,10 @@ class Context:
         >>> Context().copy(rounding="rup").rounding
         <Rounding.RUP: 'rup'>
         """
+        unknown = set(overrides) - set(_SETTINGS) - {"rng", "flags"}
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(sorted(unknown))}; "
+                            f"accepted: {', '.join(_SETTINGS)}, rng, flags")
         new = Context.__new__(Context)
         for name in ("_flags", "_rng", *_SETTINGS, "_key"):
             object.__setattr__(new, name, getattr(self, name))
@@ -170,7 +180,7 @@ class Context:
     def __repr__(self) -> str:
         return (f"Context(rounding={self.rounding.value!r}, saturate={self.saturate}, "
                 f"ftz={self.ftz}, daz={self.daz}, tininess={self.tininess.value!r}, "
-                f"sr_bits={self.sr_bits}, flags={self.flags!r})")
+                f"sr_bits={self.sr_bits}, nan={self.nan.name!r}, flags={self.flags!r})")
 
 
 def _check_bool(name: str) -> Any:
@@ -210,6 +220,7 @@ _VALIDATORS = {
     "daz": _check_bool("daz"),
     "tininess": _check_tininess,
     "sr_bits": _check_sr_bits,
+    "nan": policy,
 }
 
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("fpsim_context")
@@ -272,5 +283,5 @@ def resolve(ctx: Context | None, overrides: dict[str, Any]) -> tuple[Context, tu
     for name, value in overrides.items():
         values[name] = _VALIDATORS[name](value)
     key = (values["rounding"], values["saturate"], values["ftz"], values["daz"],
-           values["tininess"] is Tininess.BEFORE, values["sr_bits"])
+           values["tininess"] is Tininess.BEFORE, values["sr_bits"], values["nan"])
     return ctx, key

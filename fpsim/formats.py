@@ -162,9 +162,12 @@ class Format:
             has_negative_zero=self.subnormals and self.signed and sp is not Specials.FNUZ,
             inf_code=(top_exponent << m) if sp is Specials.IEEE else None,
             default_nan_code=default_nan,
-            # kernel constants
-            _qmin=emin - m,
-            _implicit_offset=0 if self.subnormals else (1 << m),
+            # The rounding kernel's constants, read in one attribute access:
+            # (mantissa_bits, emin, quantum of the smallest subnormal,
+            #  implicit-bit offset of code arithmetic, max_code).
+            _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code),
+            # Operand decode table of fpsim.arith, built on first use.
+            _decoded=None,
         )
         for k, v in values.items():
             setattr_(self, k, v)
@@ -281,16 +284,29 @@ def _pow2(n: int) -> Fraction:
 
 
 def _check_parameters(f: Format) -> None:
-    if not isinstance(f.name, str) or not f.name:
-        raise TypeError("Format name must be a non-empty string")
+    if not isinstance(f.name, str):
+        raise TypeError(f"Format name must be a str, got {type(f.name).__name__}")
+    if not f.name.strip():
+        raise ValueError("Format name must be a non-empty string")
     for attr in ("exponent_bits", "mantissa_bits", "bias"):
         v = getattr(f, attr)
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"Format {attr} must be an int, got {type(v).__name__}")
-    if f.exponent_bits < 1:
-        raise ValueError(f"Format exponent_bits must be >= 1, got {f.exponent_bits}")
-    if f.mantissa_bits < 0:
-        raise ValueError(f"Format mantissa_bits must be >= 0, got {f.mantissa_bits}")
+    for attr in ("subnormals", "signed"):
+        v = getattr(f, attr)
+        if not isinstance(v, bool):
+            raise TypeError(f"Format {attr} must be True or False, got {v!r}")
+    if not 1 <= f.exponent_bits <= MAX_EXPONENT_BITS:
+        # The bound keeps every format's range inside 10**±(10**6), which
+        # lets fpsim.parse read decimal exponents of any size in bounded time.
+        raise ValueError(f"Format exponent_bits must be between 1 and {MAX_EXPONENT_BITS}, "
+                         f"got {f.exponent_bits}")
+    if not 0 <= f.mantissa_bits <= MAX_MANTISSA_BITS:
+        raise ValueError(f"Format mantissa_bits must be between 0 and {MAX_MANTISSA_BITS}, "
+                         f"got {f.mantissa_bits}")
+    if not 0 <= f.bias < (1 << f.exponent_bits):
+        raise ValueError(f"Format bias must be between 0 and 2**exponent_bits - 1 = "
+                         f"{(1 << f.exponent_bits) - 1}, got {f.bias}")
     try:
         sp = Specials(f.specials)
     except ValueError:
@@ -308,6 +324,12 @@ def _check_parameters(f: Format) -> None:
             "subnormals=False (no zero, exponent field 0 is a normal binade) "
             "is supported for unsigned formats such as E8M0 only"
         )
+
+
+# Bounds wider than any format in use (IEEE binary256 has 19 and 236), which
+# keep every format's magnitudes inside 2**±(2**21).
+MAX_EXPONENT_BITS = 20
+MAX_MANTISSA_BITS = 4096
 
 
 # -- registry -----------------------------------------------------------------

@@ -41,6 +41,9 @@ ACCEPTED = ("int, float, fractions.Fraction, decimal.Decimal, numpy/ml_dtypes sc
             "fpsim.Float, or a string: decimal ('1e-5', any length), rational ('1/3'), "
             "C99 hex float ('0x1.ffcp15'), 'inf', 'nan', 'snan'")
 
+_HUGE_DECIMAL_EXPONENT = 10**6      # |log10(x)| beyond this: a stand-in power of two
+_STAND_IN_EXPONENT = 1 << 22        # 2**±(2**22): beyond every format, and 10**±(10**6)
+
 _HEX = re.compile(
     r"""(?P<sign>[-+])?0x(?P<int>[0-9a-f]*)(?:\.(?P<frac>[0-9a-f]*))?(?:p(?P<exp>[-+]?[0-9]+))?""",
     re.IGNORECASE)
@@ -96,6 +99,13 @@ def _from_decimal(x: Decimal) -> tuple[Any, ...]:
     sign, digits, exponent = x.as_tuple()
     num = int("".join(map(str, digits)) or "0")
     assert isinstance(exponent, int)
+    if num and abs(exponent + len(digits) - 1) > _HUGE_DECIMAL_EXPONENT:
+        # Far outside every format's range (fpsim.formats bounds every format
+        # inside 2**±(2**21)), where only the sign and the side matter.
+        # A power of two just as far out rounds identically in every format
+        # and mode, and costs no 10**(10**9)-sized integer.
+        side = 1 if exponent > 0 else -1
+        return ("finite", bool(sign), 1, 1, side * _STAND_IN_EXPONENT)
     if exponent >= 0:
         return ("finite", bool(sign), num * 10 ** exponent, 1, 0)
     # num / 10**k = num / (5**k × 2**k)
@@ -119,7 +129,11 @@ def _from_string(text: str) -> tuple[Any, ...]:
         if not digits:
             raise ValueError(f"could not read {text!r}: a hex float needs digits")
         exp = int(m["exp"] or 0) - 4 * len(m["frac"] or "")
-        return ("finite", m["sign"] == "-", int(digits, 16), 1, exp)
+        num = int(digits, 16)
+        if num and abs(exp + num.bit_length()) > _STAND_IN_EXPONENT // 2:
+            side = 1 if exp > 0 else -1
+            return ("finite", m["sign"] == "-", 1, 1, side * _STAND_IN_EXPONENT)
+        return ("finite", m["sign"] == "-", num, 1, exp)
     if "/" in s:
         try:
             value = Fraction(s)

@@ -58,7 +58,7 @@ from .modes import Rounding
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
-__all__ = ["round_exact", "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
+__all__ = ["round_exact", "quantize", "nan_code", "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
 # builds enum objects on its hot path.
@@ -70,11 +70,19 @@ _RNE, _RNA, _RTZ, _RUP, _RDN, _RTO, _SR = (
 )
 
 
-def _quantize(num: int, den: int, exp: int, q: int, negative: bool,
-              mode: Rounding, rand: int, sr_bits: int) -> tuple[int, bool]:
-    """Round ``num/den × 2**exp`` to an integer multiple of ``2**q``.
+def quantize(num: int, den: int, exp: int, q: int, negative: bool,
+             mode: Rounding, rand: int = 0, sr_bits: int = 32) -> tuple[int, bool]:
+    """Round the magnitude ``num/den × 2**exp`` of a value of the given sign
+    to an integer multiple of ``2**q`` by ``mode``.
 
-    Returns the multiple and whether it differs from the exact value."""
+    Returns ``(multiple, inexact)``.  This is step 3 of the kernel, exposed
+    for operations whose quantum is not the format's (round to integral).
+
+    >>> quantize(5, 2, 0, 0, False, Rounding.RNE)    # 2.5 -> 2 (ties to even)
+    (2, True)
+    >>> quantize(5, 2, 0, 0, True, Rounding.RDN)     # -2.5 toward -inf: magnitude 3
+    (3, True)
+    """
     if den == 1:
         shift = q - exp
         if shift <= 0:
@@ -133,7 +141,7 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     if negative and not fmt.signed:
         return _nan_or_error(fmt, negative, "a negative value"), INVALID
 
-    m = fmt.mantissa_bits
+    m, emin, qmin, offset, max_code = fmt._kernel
     if den == 1:
         e = exp + num.bit_length() - 1
     else:
@@ -141,13 +149,11 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
         if (num << -e0 if e0 < 0 else num) < (den << e0 if e0 > 0 else den):
             e0 -= 1
         e = exp + e0
-    emin = fmt.emin
-    subnormal_range = e < emin and fmt.subnormals
-    q = fmt._qmin if subnormal_range else e - m
-    kept, inexact = _quantize(num, den, exp, q, negative, mode, rand, sr_bits)
-    code = ((q - fmt._qmin) << m) + kept - fmt._implicit_offset
+    q = qmin if e < emin and fmt.subnormals else e - m
+    kept, inexact = quantize(num, den, exp, q, negative, mode, rand, sr_bits)
+    code = ((q - qmin) << m) + kept - offset
 
-    if code > fmt.max_code:
+    if code > max_code:
         return _overflow(fmt, negative, mode, saturate), OVERFLOW | INEXACT
 
     flags = INEXACT if inexact else 0
@@ -167,7 +173,7 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
             # [min_normal/2, min_normal).  It is tiny after rounding unless
             # rounding to full precision (finer than the subnormal quantum)
             # also reaches min_normal.
-            full, _ = _quantize(num, den, exp, e - m, negative, mode, rand, sr_bits)
+            full, _ = quantize(num, den, exp, e - m, negative, mode, rand, sr_bits)
             tiny = full < (1 << (m + 1))
         if tiny:
             if ftz and fmt.has_zero:

@@ -23,7 +23,7 @@ from .context import Context, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
 from .formats import format as _lookup
 from .modes import Rounding
-from .nans import convert_nan
+from .nans import IEEE, NanPolicy, convert_nan
 from .rounding import INVALID, nan_code, round_exact
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
@@ -269,35 +269,82 @@ class Float:
         digits = (self.fmt.width + 3) // 4
         return f"Float({self.fmt.name}, 0x{self.bits:0{digits}x}, {self})"
 
-    # -- comparisons (exact, IEEE quiet equality) ---------------------------
+    # -- Python operators: the current context, as in decimal ------------------
 
-    def _cmp_value(self, other: Any) -> Fraction | float | None:
-        """A value to compare with, or None when either side is NaN."""
+    def __add__(self, other: Any) -> Float:
+        return _arith.add(self, _operand_for(self, other, "+"))
+
+    def __sub__(self, other: Any) -> Float:
+        return _arith.sub(self, _operand_for(self, other, "-"))
+
+    def __mul__(self, other: Any) -> Float:
+        return _arith.mul(self, _operand_for(self, other, "*"))
+
+    def __truediv__(self, other: Any) -> Float:
+        return _arith.div(self, _operand_for(self, other, "/"))
+
+    def __neg__(self) -> Float:
+        return _arith.neg(self)
+
+    def __pos__(self) -> Float:
+        return self
+
+    def __abs__(self) -> Float:
+        return _arith.abs(self)
+
+    # Comparisons are exact and may mix formats and Python numbers (no rounding
+    # is involved).  == and != are quiet; <, <=, >, >= signal INVALID on NaN
+    # into the current context, as IEEE's compareSignaling* do.
+
+    def _cmp(self, other: Any, signaling: bool) -> int | None:
         if isinstance(other, Float):
-            if other.is_nan:
+            return _arith._compare(self, other, signaling, None, "compare")
+        if isinstance(other, (int, float, Fraction)) and not isinstance(other, bool):
+            if other != other or self.is_nan:
+                if signaling or self.is_signaling:
+                    getcontext().raise_flags(INVALID)
                 return None
-            return other.value if other.is_finite else float(other)
-        if isinstance(other, (int, Fraction)):
-            return Fraction(other)
-        if isinstance(other, float):
-            if other != other:
-                return None
-            return Fraction(other) if math.isfinite(other) else other
+            mine = self.value if self.is_finite else float(self)
+            theirs = Fraction(other) if math.isfinite(other) else other
+            return (mine > theirs) - (mine < theirs)
         return NotImplemented  # type: ignore[return-value]
 
-    def _self_value(self) -> Fraction | float:
-        return self.value if self.is_finite else float(self)
-
     def __eq__(self, other: object) -> bool:
-        o = self._cmp_value(other)
-        if o is NotImplemented:
-            return NotImplemented
-        return o is not None and not self.is_nan and self._self_value() == o
+        c = self._cmp(other, False)
+        return c if c is NotImplemented else c == 0  # type: ignore[return-value]
+
+    def __ne__(self, other: object) -> bool:
+        c = self._cmp(other, False)
+        return c if c is NotImplemented else c != 0  # type: ignore[return-value]
+
+    def __lt__(self, other: Any) -> bool:
+        c = self._cmp(other, True)
+        return c if c is NotImplemented else c == -1  # type: ignore[return-value]
+
+    def __le__(self, other: Any) -> bool:
+        c = self._cmp(other, True)
+        return c if c is NotImplemented else c in (-1, 0)  # type: ignore[return-value]
+
+    def __gt__(self, other: Any) -> bool:
+        c = self._cmp(other, True)
+        return c if c is NotImplemented else c == 1  # type: ignore[return-value]
+
+    def __ge__(self, other: Any) -> bool:
+        c = self._cmp(other, True)
+        return c if c is NotImplemented else c in (0, 1)  # type: ignore[return-value]
 
     def __hash__(self) -> int:
         if self.is_nan:
             return object.__hash__(self)
-        return hash(self._self_value())
+        return hash(self.value if self.is_finite else float(self))
+
+
+def _operand_for(x: Float, other: Any, symbol: str) -> Float:
+    if not isinstance(other, Float):
+        raise TypeError(f"unsupported operand for {symbol}: Float({x.fmt.name}) and "
+                        f"{type(other).__name__}; round it into the format first, e.g. "
+                        f"fpsim.format({x.fmt.name!r}).round(value)")
+    return other
 
 
 _set_fmt = Float.__dict__["fmt"].__set__
@@ -325,7 +372,7 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
         key = ctx._key
     else:
         ctx, key = resolve(ctx, overrides)
-    mode, saturate, ftz, daz, before, sr_bits = key
+    mode, saturate, ftz, daz, before, sr_bits, nan = key
 
     if mode is _SR:
         if random_bits is None:
@@ -353,7 +400,7 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
             src = parse.exact(x)
         if src[0] == "code":
             src = _operand(src[1], src[2], daz)
-        code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits)
+        code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits, nan)
     if flags:
         object.__setattr__(ctx, "_flags", ctx._flags | flags)
     return _make(fmt, code)
@@ -374,7 +421,8 @@ def _operand(fmt: Format, code: int, daz: bool) -> tuple[Any, ...]:
 
 
 def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: bool,
-                  ftz: bool, before: bool, rand: int, sr_bits: int) -> tuple[int, int]:
+                  ftz: bool, before: bool, rand: int, sr_bits: int,
+                  nan: NanPolicy = IEEE) -> tuple[int, int]:
     kind = src[0]
     if kind == "finite":
         _, negative, num, den, exp = src
@@ -394,11 +442,11 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
         return nan_code(fmt, negative), INVALID
     if kind == "nan":
         _, src_fmt, payload = src
-        if src_fmt is None:
+        if src_fmt is None:  # a NaN literal: the sign as written, no payload
             return _nan_for(fmt, payload, "NaN"), 0
         if not fmt.has_nan:
             raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")
-        return convert_nan(src_fmt, payload, fmt)
+        return convert_nan(src_fmt, payload, fmt, nan)
     # a signaling NaN literal
     negative = src[2]
     if fmt.specials is not Specials.IEEE:
@@ -505,3 +553,5 @@ def _floor_log10(n: int, d: int) -> int:
         e += 1
     return e
 
+
+from . import arith as _arith  # noqa: E402  (operators call rightward; see arith)

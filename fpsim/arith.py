@@ -1,0 +1,653 @@
+"""IEEE 754 arithmetic on :class:`~fpsim.Float` values of one format.
+
+Every operation computes its result exactly with Python integers and hands it
+to the one rounding kernel (:func:`fpsim.rounding.round_exact`), so each
+result is rounded once, under the context's settings, with the IEEE flags.
+NaN results follow the context's NaN policy (:mod:`fpsim.nans`).
+
+Operands must share a format: mixing formats is a :class:`TypeError` (convert
+first with :func:`fpsim.convert`).  Comparisons are exact and may mix formats.
+
+Every function takes ``ctx=`` (default: the current context) and per-call
+keyword overrides of the context's settings (``rounding=``, ``saturate=``,
+``ftz=``, ``daz=``, ``tininess=``, ``sr_bits=``, ``nan=``), plus
+``random_bits=`` for stochastic rounding.  Flags go to the context.
+
+Special cases (IEEE 754-2019 §7 unless noted):
+
+* INVALID, with the policy's default NaN: a signaling NaN operand (the result
+  then propagates that NaN, quieted); inf - inf; 0 × inf; 0/0; inf/inf;
+  sqrt(x < 0); fma(0, inf, c) and fma(inf, 0, c) even when c is a quiet NaN
+  (c's NaN is then the result); remainder(x, 0) and remainder(inf, y);
+  any NaN in a signaling comparison.
+* DIVIDE_BY_ZERO: x/0 for finite nonzero x, and logb(0).
+* An exact zero sum or difference is +0, or -0 toward -inf; a sum of two
+  zeros of the same sign keeps that sign.
+* Where a result would be an infinity but the format has none (E4M3, FNUZ),
+  it is NaN of that sign, or ±max when saturating: the OCP FP8 conversion
+  rule applied to every operation.
+
+>>> from fpsim import FP16, E4M3
+>>> a, b = FP16.round(1.5), FP16.round(2**-12)
+>>> add(a, b)                          # 1.5 + 2**-12 rounds to even: 1.5
+Float(fp16, 0x3e00, 1.5)
+>>> x, y, m1 = FP16.round(1 + 2**-10), FP16.round(1 - 2**-11), FP16.round(-1)
+>>> fma(x, y, m1)                      # exact: 2**-11 - 2**-21, one rounding
+Float(fp16, 0x0ffe, 0.000487804412841796875)
+>>> add(mul(x, y), m1)                 # the product alone rounds to 1 first
+Float(fp16, 0x0000, 0)
+>>> div(E4M3.round(1), E4M3.round(0))  # no infinity in E4M3
+Float(e4m3, 0x7f, nan)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .context import Context, _current, getcontext, resolve
+from .formats import E4M3, FP16, Format  # noqa: F401 (doctests use E4M3, FP16)
+from .modes import Rounding
+from .nans import default_nan, propagate
+from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, nan_code, quantize, round_exact
+from .value import Float, _check_random_bits, _make
+
+__all__ = [
+    "add", "sub", "mul", "div", "fma", "sqrt", "remainder", "round_to_integral",
+    "neg", "abs", "copysign", "next_up", "next_down", "scaleb", "logb",
+    "eq", "ne", "lt", "le", "gt", "ge", "unordered",
+    "minimum", "maximum", "minimum_number", "maximum_number",
+]
+
+_RDN, _SR = Rounding.RDN, Rounding.SR
+_FINITE, _INF, _QNAN, _SNAN = 0, 1, 2, 3
+
+
+# -- operands ----------------------------------------------------------------
+
+def _decode(fmt: Format, code: int) -> tuple[int, bool, int, int]:
+    """``(class, negative, sig, exp)`` of a code: ``|value| = sig × 2**exp``."""
+    negative = bool(code & fmt.sign_bit)
+    if fmt.is_nan_code(code):
+        return (_SNAN if fmt.is_signaling_code(code) else _QNAN), negative, 0, 0
+    mag = code & fmt.magnitude_mask
+    if fmt.has_inf and mag == fmt.inf_code:
+        return _INF, negative, 0, 0
+    m = fmt.mantissa_bits
+    e_field, frac = mag >> m, mag & ((1 << m) - 1)
+    if fmt.subnormals and e_field == 0:
+        return _FINITE, negative, frac, fmt.emin - m
+    return _FINITE, negative, frac | (1 << m), e_field - fmt.bias - m
+
+
+class _Decoder:
+    """Indexable like a decode table, for formats too wide to tabulate."""
+
+    __slots__ = ("fmt",)
+
+    def __init__(self, fmt: Format) -> None:
+        self.fmt = fmt
+
+    def __getitem__(self, code: int) -> tuple[int, bool, int, int]:
+        return _decode(self.fmt, code)
+
+
+def _table(fmt: Format) -> Any:
+    """The format's operand decoder: a list of every code's decoding for
+    formats up to 16 bits (built once), else a :class:`_Decoder`."""
+    table = fmt._decoded
+    if table is None:
+        if fmt.width > 16:
+            table = _Decoder(fmt)
+        else:
+            table = [_decode(fmt, c) for c in range(1 << fmt.width)]
+        object.__setattr__(fmt, "_decoded", table)
+    return table
+
+
+def _daz(d: tuple[int, bool, int, int], fmt: Format) -> tuple[int, bool, int, int]:
+    # Only subnormals have a nonzero significand below the implicit bit.
+    if d[0] == _FINITE and 0 < d[2] < (1 << fmt.mantissa_bits):
+        return _FINITE, d[1], 0, 0
+    return d
+
+
+def _unpack(x: Float, daz: bool) -> tuple[int, bool, int, int]:
+    """Decode an operand; with ``daz`` a subnormal reads as a zero of its sign."""
+    fmt = x.fmt
+    d = (fmt._decoded or _table(fmt))[x.bits]
+    return _daz(d, fmt) if daz else d
+
+
+def _same_format(op: str, *xs: Any) -> Format:
+    try:
+        fmt = xs[0].fmt
+        for x in xs[1:]:
+            if x.fmt is not fmt and x.fmt != fmt:
+                raise TypeError(f"{op}() operands are in different formats ({fmt.name} and "
+                                f"{x.fmt.name}); convert first, e.g. fpsim.convert(x, "
+                                f"{fmt.name!r})")
+        for x in xs:
+            if x.__class__ is not Float and not isinstance(x, Float):
+                raise AttributeError
+    except AttributeError:
+        bad = next(x for x in xs if not isinstance(x, Float))
+        raise TypeError(f"{op}() takes fpsim.Float operands, got {type(bad).__name__}; "
+                        "make one with a format's round(), e.g. fpsim.FP16.round(2.5)") from None
+    return fmt
+
+
+# The settings of one call: (context that receives flags, settings key, random
+# integer for stochastic rounding).  A tuple rather than an object: building
+# it is on every operation's path.
+_Env = tuple
+
+
+def _env(ctx: Context | None, overrides: dict[str, Any]) -> _Env:
+    if not overrides:
+        if ctx is None:
+            ctx = _current.get(None) or getcontext()
+        elif ctx.__class__ is not Context:
+            ctx, _ = resolve(ctx, overrides)  # raises the TypeError
+        key = ctx._key
+        return ctx, key, (ctx.random_bits(key[5]) if key[0] is _SR else 0)
+    random_bits = overrides.pop("random_bits", None)
+    ctx, key = resolve(ctx, overrides)
+    if key[0] is _SR:
+        rand = (ctx.random_bits(key[5]) if random_bits is None
+                else _check_random_bits(random_bits, key[5]))
+    else:
+        if random_bits is not None:
+            raise ValueError("random_bits= is only used by stochastic rounding "
+                             "(rounding='sr')")
+        rand = 0
+    return ctx, key, rand
+
+
+def _binary(op: str, a: Float, b: Float, ctx: Context | None, overrides: dict[str, Any]
+            ) -> tuple[Format, _Env, tuple[int, bool, int, int], tuple[int, bool, int, int]]:
+    """The prologue of a two-operand operation: check the operands, resolve
+    the settings, decode the operands (DAZ applied)."""
+    if a.__class__ is not Float or b.__class__ is not Float or a.fmt is not b.fmt:
+        _same_format(op, a, b)
+    fmt = a.fmt
+    env = _env(ctx, overrides)
+    table = fmt._decoded or _table(fmt)
+    da, db = table[a.bits], table[b.bits]
+    if env[1][3]:
+        return fmt, env, _daz(da, fmt), _daz(db, fmt)
+    return fmt, env, da, db
+
+
+def _finish(env: _Env, fmt: Format, negative: bool, num: int, den: int, exp: int,
+            extra_flags: int = 0) -> Float:
+    """Round the exact result once and deliver it."""
+    ctx, key, rand = env
+    code, flags = round_exact(fmt, negative, num, den, exp, key[0], key[1], key[2], key[4],
+                              rand, key[5])
+    flags |= extra_flags
+    if flags:
+        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+    return _make(fmt, code)
+
+
+def _done(env: _Env, fmt: Format, code: int, flags: int) -> Float:
+    if flags:
+        ctx = env[0]
+        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+    return _make(fmt, code)
+
+
+def _nan_result(env: _Env, fmt: Format, *xs: Float, extra_flags: int = 0) -> Float:
+    code, flags = propagate(fmt, [x.bits for x in xs], env[1][6])
+    return _done(env, fmt, code, flags | extra_flags)
+
+
+def _invalid(env: _Env, fmt: Format) -> Float:
+    return _done(env, fmt, default_nan(fmt, env[1][6]), INVALID)
+
+
+def _infinity(env: _Env, fmt: Format, negative: bool, flags: int = 0) -> Float:
+    """An exact infinite result (not an overflow): inf, or in a format without
+    infinity NaN of that sign, or ±max when saturating."""
+    sign = fmt.sign_bit if negative else 0
+    if env[1][1] or not (fmt.has_inf or fmt.has_nan):
+        return _done(env, fmt, sign | fmt.max_code, flags)
+    if fmt.has_inf:
+        return _done(env, fmt, sign | fmt.inf_code, flags)  # type: ignore[operator]
+    return _done(env, fmt, nan_code(fmt, negative), flags)
+
+
+def _zero_sum_sign(env: _Env, neg_a: bool, neg_b: bool) -> bool:
+    """Sign of an exact zero sum of two terms (IEEE 754-2019 §6.3)."""
+    return neg_a if neg_a == neg_b else env[1][0] is _RDN
+
+
+# -- the arithmetic operations -------------------------------------------------
+
+def add(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a + b`` rounded once.
+
+    >>> add(FP16.round(1), FP16.round(-1), rounding="rdn")   # exact zero toward -inf
+    Float(fp16, 0x8000, -0)
+    """
+    return _add(a, b, False, ctx, overrides, "add")
+
+
+def sub(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a - b`` rounded once (a NaN ``b`` propagates with its own sign).
+
+    >>> sub(FP16.round(1), FP16.round(1))
+    Float(fp16, 0x0000, 0)
+    """
+    return _add(a, b, True, ctx, overrides, "sub")
+
+
+def _add(a: Float, b: Float, negate_b: bool, ctx: Context | None,
+         overrides: dict[str, Any], op: str) -> Float:
+    fmt, env, (ca, na, sa, ea), (cb, nb, sb, eb) = _binary(op, a, b, ctx, overrides)
+    if ca or cb:
+        if ca >= _QNAN or cb >= _QNAN:
+            return _nan_result(env, fmt, a, b)
+        nb ^= negate_b
+        if ca and cb:
+            return _invalid(env, fmt) if na != nb else _infinity(env, fmt, na)
+        return _infinity(env, fmt, na if ca else nb)
+    nb ^= negate_b
+    if ea >= eb:
+        va, vb, e = sa << (ea - eb), sb, eb
+    else:
+        va, vb, e = sa, sb << (eb - ea), ea
+    s = (-va if na else va) + (-vb if nb else vb)
+    if s == 0:
+        return _finish(env, fmt, _zero_sum_sign(env, na, nb), 0, 1, 0)
+    return _finish(env, fmt, s < 0, -s if s < 0 else s, 1, e)
+
+
+def mul(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a × b`` rounded once.
+
+    >>> mul(E4M3.round(16), E4M3.round(30))    # 480 rounds past 448: NaN (no inf)
+    Float(e4m3, 0x7f, nan)
+    """
+    fmt, env, (ca, na, sa, ea), (cb, nb, sb, eb) = _binary("mul", a, b, ctx, overrides)
+    negative = na != nb
+    if ca or cb:
+        if ca >= _QNAN or cb >= _QNAN:
+            return _nan_result(env, fmt, a, b)
+        if (ca == _FINITE and sa == 0) or (cb == _FINITE and sb == 0):
+            return _invalid(env, fmt)  # 0 × inf
+        return _infinity(env, fmt, negative)
+    return _finish(env, fmt, negative, sa * sb, 1, ea + eb)
+
+
+def div(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a / b`` rounded once.
+
+    >>> div(FP16.round(1), FP16.round(3))
+    Float(fp16, 0x3555, 0.333251953125)
+    """
+    fmt, env, (ca, na, sa, ea), (cb, nb, sb, eb) = _binary("div", a, b, ctx, overrides)
+    negative = na != nb
+    if ca or cb:
+        if ca >= _QNAN or cb >= _QNAN:
+            return _nan_result(env, fmt, a, b)
+        if ca and cb:
+            return _invalid(env, fmt)  # inf / inf
+        if ca:
+            return _infinity(env, fmt, negative)
+        return _finish(env, fmt, negative, 0, 1, 0)  # finite / inf
+    if sb == 0:
+        if sa == 0:
+            return _invalid(env, fmt)  # 0 / 0
+        return _infinity(env, fmt, negative, DIVIDE_BY_ZERO)
+    return _finish(env, fmt, negative, sa, sb, ea - eb)
+
+
+def fma(a: Float, b: Float, c: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a × b + c`` with a single rounding (IEEE fusedMultiplyAdd).
+
+    >>> fma(FP16.round(0), FP16.round("inf"), FP16.round("nan")).is_nan  # INVALID too
+    True
+    """
+    fmt = _same_format("fma", a, b, c)
+    env = _env(ctx, overrides)
+    ca, na, sa, ea = _unpack(a, env[1][3])
+    cb, nb, sb, eb = _unpack(b, env[1][3])
+    cc, nc, sc, ec = _unpack(c, env[1][3])
+    np_ = na != nb
+    if ca or cb or cc:
+        zero_times_inf = ((ca == _INF and cb == _FINITE and sb == 0)
+                          or (cb == _INF and ca == _FINITE and sa == 0))
+        if ca >= _QNAN or cb >= _QNAN or cc >= _QNAN:
+            return _nan_result(env, fmt, a, b, c, extra_flags=INVALID if zero_times_inf else 0)
+        if zero_times_inf:
+            return _invalid(env, fmt)
+        if ca or cb:  # the product is infinite
+            if cc == _INF and nc != np_:
+                return _invalid(env, fmt)  # inf - inf
+            return _infinity(env, fmt, np_)
+        return _infinity(env, fmt, nc)
+    sp, ep = sa * sb, ea + eb
+    if ep >= ec:
+        vp, vc, e = sp << (ep - ec), sc, ec
+    else:
+        vp, vc, e = sp, sc << (ec - ep), ep
+    s = (-vp if np_ else vp) + (-vc if nc else vc)
+    if s == 0:
+        return _finish(env, fmt, _zero_sum_sign(env, np_, nc), 0, 1, 0)
+    return _finish(env, fmt, s < 0, -s if s < 0 else s, 1, e)
+
+
+# Enough extra bits that the integer square root decides every mode: the
+# rounding position plus stochastic rounding's up to 64 random bits, plus
+# the bits that the tininess-after check at full precision looks at.
+_SQRT_GUARD = 72
+
+
+def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """Square root rounded once.
+
+    >>> sqrt(FP16.round(2))
+    Float(fp16, 0x3da8, 1.4140625)
+    >>> sqrt(FP16.round(-0.0)), sqrt(FP16.round(-1)).is_nan
+    (Float(fp16, 0x8000, -0), True)
+    """
+    fmt = _same_format("sqrt", a)
+    env = _env(ctx, overrides)
+    ca, na, sa, ea = _unpack(a, env[1][3])
+    if ca >= _QNAN:
+        return _nan_result(env, fmt, a)
+    if na and not (ca == _FINITE and sa == 0):
+        return _invalid(env, fmt)  # sqrt of a negative number or of -inf
+    if ca == _INF:
+        return _infinity(env, fmt, False)
+    if sa == 0:
+        return _finish(env, fmt, na, 0, 1, 0)
+    if ea & 1:
+        sa, ea = sa << 1, ea - 1
+    k = max(0, fmt.precision + _SQRT_GUARD - sa.bit_length() // 2)
+    big = sa << (2 * k)
+    r = math.isqrt(big)
+    if r * r == big:
+        return _finish(env, fmt, False, r, 1, ea // 2 - k)
+    # The root lies strictly between r and r + 1, far below the rounding
+    # position: r + 1/2 rounds exactly as the root does, in every mode.
+    return _finish(env, fmt, False, 2 * r + 1, 1, ea // 2 - k - 1)
+
+
+def remainder(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """IEEE remainder ``a - n × b`` with ``n`` the integer nearest ``a/b``
+    (ties to even).  The result is exact; a zero result has the sign of ``a``.
+
+    >>> remainder(FP16.round(5), FP16.round(2)), remainder(FP16.round(7), FP16.round(2))
+    (Float(fp16, 0x3c00, 1), Float(fp16, 0xbc00, -1))
+    """
+    fmt, env, (ca, na, sa, ea), (cb, nb, sb, eb) = _binary("remainder", a, b, ctx, overrides)
+    if ca >= _QNAN or cb >= _QNAN:
+        return _nan_result(env, fmt, a, b)
+    if ca == _INF or (cb == _FINITE and sb == 0):
+        return _invalid(env, fmt)
+    if cb == _INF:
+        return _finish(env, fmt, na, sa, 1, ea)
+    e = min(ea, eb)
+    x, y = sa << (ea - e), sb << (eb - e)
+    n, r = divmod(x, y)
+    if 2 * r > y or (2 * r == y and n & 1):
+        r -= y
+    if r == 0:
+        return _finish(env, fmt, na, 0, 1, 0)
+    negative = na != (r < 0)
+    return _finish(env, fmt, negative, -r if r < 0 else r, 1, e)
+
+
+def round_to_integral(a: Float, exact: bool = False, ctx: Context | None = None,
+                      **overrides: Any) -> Float:
+    """Round to an integral value in the same format by the context's mode.
+    ``exact=True`` is roundToIntegralExact (raises INEXACT when the value
+    changes); otherwise no flag is raised for finite operands.
+
+    >>> round_to_integral(FP16.round(2.5)), round_to_integral(FP16.round(-0.4))
+    (Float(fp16, 0x4000, 2), Float(fp16, 0x8000, -0))
+    >>> round_to_integral(FP16.round(2.5), rounding="rna")
+    Float(fp16, 0x4200, 3)
+    """
+    fmt = _same_format("round_to_integral", a)
+    env = _env(ctx, overrides)
+    ca, na, sa, ea = _unpack(a, env[1][3])
+    if ca >= _QNAN:
+        return _nan_result(env, fmt, a)
+    if ca == _INF:
+        return _infinity(env, fmt, na)
+    if ea >= 0 or sa == 0:
+        return _finish(env, fmt, na, sa, 1, ea)
+    ctx, key, rand = env
+    kept, inexact = quantize(sa, 1, ea, 0, na, key[0], rand, key[5])
+    # The integral value is exact in the format: the kernel only encodes it.
+    return _finish(env, fmt, na, kept, 1, 0, INEXACT if exact and inexact else 0)
+
+
+def scaleb(a: Float, n: int, ctx: Context | None = None, **overrides: Any) -> Float:
+    """``a × 2**n`` rounded once.
+
+    >>> scaleb(FP16.round(1), -24), scaleb(FP16.round(1), -25)
+    (Float(fp16, 0x0001, 5.9604644775390625e-08), Float(fp16, 0x0000, 0))
+    """
+    fmt = _same_format("scaleb", a)
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"scaleb() exponent must be an int, got {type(n).__name__}")
+    env = _env(ctx, overrides)
+    ca, na, sa, ea = _unpack(a, env[1][3])
+    if ca >= _QNAN:
+        return _nan_result(env, fmt, a)
+    if ca == _INF:
+        return _infinity(env, fmt, na)
+    return _finish(env, fmt, na, sa, 1, ea + n.__index__())
+
+
+def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """The exponent ``floor(log2(|a|))`` as a value of the same format
+    (subnormals give their true exponent); ``logb(0)`` is -inf with
+    DIVIDE_BY_ZERO, ``logb(±inf)`` is +inf.
+
+    >>> logb(FP16.round(1e-5)), logb(FP16.round(65504))
+    (Float(fp16, 0xcc40, -17), Float(fp16, 0x4b80, 15))
+    """
+    fmt = _same_format("logb", a)
+    env = _env(ctx, overrides)
+    ca, na, sa, ea = _unpack(a, env[1][3])
+    if ca >= _QNAN:
+        return _nan_result(env, fmt, a)
+    if ca == _INF:
+        return _infinity(env, fmt, False)
+    if sa == 0:
+        return _infinity(env, fmt, True, DIVIDE_BY_ZERO)
+    e = ea + sa.bit_length() - 1
+    return _finish(env, fmt, e < 0, -e if e < 0 else e, 1, 0)
+
+
+def next_up(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """IEEE nextUp: like :meth:`Float.next_up`, and a NaN operand gives the
+    policy's NaN (INVALID if signaling)."""
+    return _next(a, 1, ctx, overrides)
+
+
+def next_down(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """IEEE nextDown (see :func:`next_up`)."""
+    return _next(a, -1, ctx, overrides)
+
+
+def _next(a: Float, direction: int, ctx: Context | None, overrides: dict[str, Any]) -> Float:
+    fmt = _same_format("next_up" if direction > 0 else "next_down", a)
+    env = _env(ctx, overrides)
+    if a.is_nan:
+        return _nan_result(env, fmt, a)
+    return a.next_up() if direction > 0 else a.next_down()
+
+
+# -- sign operations: quiet, no flags, not even for signaling NaNs --------------
+
+def neg(a: Float) -> Float:
+    """``-a``: the sign bit flipped (no flags, NaNs included).  In FNUZ
+    formats 0 and the NaN are their own negations.
+
+    >>> neg(FP16.round(0)), neg(FP16.round("nan"))
+    (Float(fp16, 0x8000, -0), Float(fp16, 0xfe00, -nan))
+    """
+    fmt = _same_format("neg", a)
+    return _with_sign(a, not a.is_negative) if fmt.signed else _unsigned_sign(a, True)
+
+
+def abs(a: Float) -> Float:  # noqa: A001 - IEEE's name
+    """``|a|``: the sign bit cleared (no flags, NaNs included).
+
+    >>> abs(FP16.round(-2))
+    Float(fp16, 0x4000, 2)
+    """
+    fmt = _same_format("abs", a)
+    return _with_sign(a, False) if fmt.signed else a
+
+
+def copysign(a: Float, b: Float) -> Float:
+    """``a`` with the sign bit of ``b`` (no flags).
+
+    >>> copysign(FP16.round(2), FP16.round(-0.0))
+    Float(fp16, 0xc000, -2)
+    """
+    fmt = _same_format("copysign", a, b)
+    return _with_sign(a, b.is_negative) if fmt.signed else _unsigned_sign(a, b.is_negative)
+
+
+def _with_sign(a: Float, negative: bool) -> Float:
+    fmt = a.fmt
+    if fmt.specials == "fnuz" and (a.is_nan or a.is_zero):
+        return a  # no -0, and the single NaN has no sign to change
+    return _make(fmt, (a.bits & fmt.magnitude_mask) | (fmt.sign_bit if negative else 0))
+
+
+def _unsigned_sign(a: Float, negative: bool) -> Float:
+    if negative and not (a.is_nan or a.is_zero):
+        raise ValueError(f"{a.fmt.name} has no sign bit: -{a} is not representable")
+    return a
+
+
+# -- comparisons -----------------------------------------------------------------
+
+def _compare(a: Float, b: Float, signaling: bool, ctx: Context | None, op: str) -> int | None:
+    """-1, 0, 1, or None when unordered; raises INVALID as IEEE prescribes."""
+    for x in (a, b):
+        if not isinstance(x, Float):
+            raise TypeError(f"{op}() takes fpsim.Float operands, got {type(x).__name__}")
+    if a.is_nan or b.is_nan:
+        if signaling or a.is_signaling or b.is_signaling:
+            c = getcontext() if ctx is None else ctx
+            object.__setattr__(c, "_flags", c._flags | INVALID)
+        return None
+    va, vb = _order_value(a), _order_value(b)
+    return (va > vb) - (va < vb)
+
+
+def _order_value(x: Float) -> Any:
+    if x.is_inf:
+        return -math.inf if x.is_negative else math.inf
+    return x.value
+
+
+def eq(a: Float, b: Float, ctx: Context | None = None, signaling: bool = False) -> bool:
+    """compareQuietEqual (``signaling=True``: compareSignalingEqual).
+
+    >>> eq(FP16.round(0), FP16.round(-0.0)), eq(FP16.round("nan"), FP16.round("nan"))
+    (True, False)
+    """
+    return _compare(a, b, signaling, ctx, "eq") == 0
+
+
+def ne(a: Float, b: Float, ctx: Context | None = None, signaling: bool = False) -> bool:
+    """compareQuietNotEqual: true when unordered too."""
+    return _compare(a, b, signaling, ctx, "ne") != 0
+
+
+def lt(a: Float, b: Float, ctx: Context | None = None, signaling: bool = True) -> bool:
+    """compareSignalingLess (``signaling=False``: compareQuietLess)."""
+    return _compare(a, b, signaling, ctx, "lt") == -1
+
+
+def le(a: Float, b: Float, ctx: Context | None = None, signaling: bool = True) -> bool:
+    """compareSignalingLessEqual."""
+    return _compare(a, b, signaling, ctx, "le") in (-1, 0)
+
+
+def gt(a: Float, b: Float, ctx: Context | None = None, signaling: bool = True) -> bool:
+    """compareSignalingGreater."""
+    return _compare(a, b, signaling, ctx, "gt") == 1
+
+
+def ge(a: Float, b: Float, ctx: Context | None = None, signaling: bool = True) -> bool:
+    """compareSignalingGreaterEqual."""
+    return _compare(a, b, signaling, ctx, "ge") in (0, 1)
+
+
+def unordered(a: Float, b: Float, ctx: Context | None = None,
+              signaling: bool = False) -> bool:
+    """compareQuietUnordered: true when either operand is NaN."""
+    return _compare(a, b, signaling, ctx, "unordered") is None
+
+
+# -- minimum and maximum (IEEE 754-2019 §9.6) -------------------------------------
+
+def minimum(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """The smaller operand, NaN if either is NaN, -0 < +0.
+
+    >>> minimum(FP16.round(0), FP16.round(-0.0))
+    Float(fp16, 0x8000, -0)
+    """
+    return _minmax(a, b, -1, False, ctx, overrides, "minimum")
+
+
+def maximum(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
+    """The larger operand, NaN if either is NaN, +0 > -0."""
+    return _minmax(a, b, 1, False, ctx, overrides, "maximum")
+
+
+def minimum_number(a: Float, b: Float, ctx: Context | None = None,
+                   **overrides: Any) -> Float:
+    """The smaller operand, a number in preference to a NaN (a signaling NaN
+    still raises INVALID).
+
+    >>> minimum_number(FP16.round("nan"), FP16.round(3))
+    Float(fp16, 0x4200, 3)
+    """
+    return _minmax(a, b, -1, True, ctx, overrides, "minimum_number")
+
+
+def maximum_number(a: Float, b: Float, ctx: Context | None = None,
+                   **overrides: Any) -> Float:
+    """The larger operand, a number in preference to a NaN."""
+    return _minmax(a, b, 1, True, ctx, overrides, "maximum_number")
+
+
+def _minmax(a: Float, b: Float, sense: int, number: bool, ctx: Context | None,
+            overrides: dict[str, Any], op: str) -> Float:
+    fmt = _same_format(op, a, b)
+    env = _env(ctx, overrides)
+    if a.is_nan or b.is_nan:
+        if number and not (a.is_nan and b.is_nan):
+            flags = INVALID if (a.is_signaling or b.is_signaling) else 0
+            return _canonical(env, b if a.is_nan else a, flags)
+        return _nan_result(env, fmt, a, b)
+    c = _compare(a, b, False, env[0], op)
+    if c == 0 and a.is_zero and b.is_zero and a.is_negative != b.is_negative:
+        c = -1 if a.is_negative else 1  # -0 orders below +0 here
+    pick_a = c == 0 or (c == sense)
+    return _canonical(env, a if pick_a else b, 0)
+
+
+def _canonical(env: _Env, x: Float, flags: int) -> Float:
+    """Return an operand as the result: DAZ and FTZ still apply."""
+    daz, ftz = env[1][3], env[1][2]
+    if daz or ftz:
+        ca, na, sa, ea = _unpack(x, daz)
+        if ca == _FINITE:
+            return _finish(env, x.fmt, na, sa, 1, ea, flags)
+    return _done(env, x.fmt, x.bits, flags)
+
