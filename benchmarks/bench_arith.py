@@ -40,6 +40,19 @@ def _median(fn, args: list[tuple], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _cases(ctx: fpsim.Context) -> list[tuple]:
+    """(name, fpsim call, gmpy2 call) on operand triples (a, b, c)."""
+    return [
+        ("add", lambda a, b, c: arith.add(a, b, ctx), lambda a, b, c: a + b),
+        ("mul", lambda a, b, c: arith.mul(a, b, ctx), lambda a, b, c: a * b),
+        ("div", lambda a, b, c: arith.div(a, b, ctx), lambda a, b, c: a / b),
+        ("fma", lambda a, b, c: arith.fma(a, b, c, ctx),
+         lambda a, b, c: gmpy2.fma(a, b, c)),
+        ("sqrt", lambda a, b, c: arith.sqrt(arith.abs(a), ctx),
+         lambda a, b, c: gmpy2.sqrt(abs(a))),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=20000, help="operand tuples per repeat")
@@ -57,14 +70,7 @@ def main() -> None:
             # Sanity: same results as MPFR for add (values, not flags).
             for (a, b, _), (ga, gb, _) in zip(triples[:1000], g[:1000]):
                 assert float(arith.add(a, b, ctx)) == float(ga + gb)
-            cases = [
-                ("add", lambda a, b, c: arith.add(a, b, ctx), lambda a, b, c: a + b),
-                ("mul", lambda a, b, c: arith.mul(a, b, ctx), lambda a, b, c: a * b),
-                ("div", lambda a, b, c: arith.div(a, b, ctx), lambda a, b, c: a / b),
-                ("fma", lambda a, b, c: arith.fma(a, b, c, ctx), lambda a, b, c: gmpy2.fma(a, b, c)),
-                ("sqrt", lambda a, b, c: arith.sqrt(arith.abs(a), ctx),
-                 lambda a, b, c: gmpy2.sqrt(abs(a))),
-            ]
+            cases = _cases(ctx)
             for name, ours, theirs in cases:
                 t_ours = _median(ours, triples, args.repeats)
                 t_theirs = _median(theirs, g, args.repeats)

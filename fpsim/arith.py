@@ -442,7 +442,14 @@ def scaleb(a: Float, n: int, ctx: Context | None = None, **overrides: Any) -> Fl
         return _nan_result(env, fmt, a)
     if ca == _INF:
         return _infinity(env, fmt, na)
-    return _finish(env, fmt, na, sa, 1, ea + n.__index__())
+    n = n.__index__()
+    # Past 2**22 the result no longer depends on n (every format lies inside
+    # 2**±(2**21)); clamping keeps the exact integers small.
+    n = max(-_SCALE_LIMIT, min(_SCALE_LIMIT, n))
+    return _finish(env, fmt, na, sa, 1, ea + n)
+
+
+_SCALE_LIMIT = 1 << 22
 
 
 def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
@@ -538,6 +545,8 @@ def _compare(a: Float, b: Float, signaling: bool, ctx: Context | None, op: str) 
     for x in (a, b):
         if not isinstance(x, Float):
             raise TypeError(f"{op}() takes fpsim.Float operands, got {type(x).__name__}")
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
     if a.is_nan or b.is_nan:
         if signaling or a.is_signaling or b.is_signaling:
             c = getcontext() if ctx is None else ctx

@@ -116,6 +116,9 @@ class Context:
     def flags(self, value: Flag | int) -> None:
         if isinstance(value, bool) or not isinstance(value, (Flag, int)):
             raise TypeError(f"flags must be an fpsim.Flag, got {type(value).__name__}")
+        if not isinstance(value, Flag) and not 0 <= value < 32:
+            raise ValueError(f"flags={value} is not a combination of fpsim.Flag members "
+                             "(INVALID=1, DIVIDE_BY_ZERO=2, OVERFLOW=4, UNDERFLOW=8, INEXACT=16)")
         object.__setattr__(self, "_flags", Flag(value).value)
 
     @property
@@ -149,8 +152,7 @@ class Context:
         >>> Context(rng=7).random_bits(8) == Context(rng=7).random_bits(8)
         True
         """
-        if bits is None:
-            bits = self.sr_bits
+        bits = self.sr_bits if bits is None else _check_sr_bits(bits)
         rng = self._rng
         if isinstance(rng, random.Random):
             return rng.getrandbits(bits)

@@ -212,7 +212,7 @@ class Format:
         code = code.__index__()
         if not 0 <= code < (1 << self.width):
             raise ValueError(
-                f"bits 0x{code:x} out of range for {self.name}: "
+                f"bits {code:#x} out of range for {self.name}: "
                 f"accepted 0x0..0x{(1 << self.width) - 1:x} ({self.width} bits)"
             )
         return code
@@ -247,9 +247,11 @@ class Format:
         format, or a string (decimal of any length, C99 hex float, ``inf``,
         ``nan``, ``snan``).  Settings come from ``ctx`` (default: the current
         context) with keyword overrides ``rounding=``, ``saturate=``, ``ftz=``,
-        ``daz=``, ``tininess=``, ``sr_bits=``; ``random_bits=`` supplies the
-        random integer for stochastic rounding.  Flags accumulate into the
-        context.
+        ``daz=``, ``tininess=``, ``sr_bits=``, ``nan=``; ``random_bits=``
+        supplies the random integer for stochastic rounding.  Flags accumulate
+        into the context.  DAZ applies to inputs that are binary values
+        (Python floats, numpy scalars, :class:`~fpsim.Float`), not to exact
+        decimal or rational inputs.
 
         >>> FP16.round("1.000488281250000000001").bits == 0x3C01
         True
@@ -292,6 +294,9 @@ def _check_parameters(f: Format) -> None:
         v = getattr(f, attr)
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"Format {attr} must be an int, got {type(v).__name__}")
+    if not isinstance(f.aliases, (tuple, list)) or not all(
+            isinstance(a, str) for a in f.aliases):
+        raise TypeError(f"Format aliases must be a tuple of str, got {f.aliases!r}")
     for attr in ("subnormals", "signed"):
         v = getattr(f, attr)
         if not isinstance(v, bool):

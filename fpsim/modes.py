@@ -91,8 +91,9 @@ class Flag(enum.Flag):
 class Tininess(str, enum.Enum):
     """When a nonzero result is *tiny* (IEEE 754-2019 §7.5): ``AFTER``
     rounding (the result rounded to the format's precision with an unbounded
-    exponent range is below the smallest normal; x86 SSE, ARM's default) or
-    ``BEFORE`` rounding (the exact value is below the smallest normal)."""
+    exponent range is below the smallest normal; x86 SSE and RISC-V) or
+    ``BEFORE`` rounding (the exact value is below the smallest normal; Arm
+    VFP/NEON, as in SoftFloat's ARM-VFPv2 specialization)."""
 
     AFTER = "after"
     BEFORE = "before"

@@ -140,6 +140,8 @@ def convert_nan(src: Format, code: int, dst: Format, pol: NanPolicy = IEEE) -> t
     flags = INVALID if src.is_signaling_code(code) else 0
     if not pol.propagate:
         return default_nan(dst, pol), flags
+    # An FNUZ format's single NaN is the "-0" code: its sign bit carries, as
+    # ml_dtypes does (float8_e4m3fnuz NaN -> float32 0xFFC00000).
     negative = bool(code & src.sign_bit)
     if dst.specials != "ieee":
         return nan_code(dst, negative), flags

@@ -10,7 +10,9 @@
   fpsim format: read through its bits, so payloads and DAZ apply;
 * ``("nan", None, negative)`` — a NaN with no encoding (``"nan"``,
   ``Decimal("NaN")``): the destination's default NaN;
-* ``("snan", None, negative)`` — the string ``"snan"``.
+* ``("snan", None, negative)`` — the string ``"snan"`` or ``Decimal("sNaN")``:
+  a signaling-NaN literal, which rounds to the format's signaling NaN without
+  a flag (it is a value written down, not an operation on one).
 
 Strings are read exactly, never through float64: decimal scientific notation
 of any length, rationals ``p/q``, C99 hexadecimal floats (``0x1.ffcp15``),

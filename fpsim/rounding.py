@@ -58,7 +58,8 @@ from .modes import Rounding
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
-__all__ = ["round_exact", "quantize", "nan_code", "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
+__all__ = ["round_exact", "quantize", "nan_code",
+           "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
 # builds enum objects on its hot path.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import math
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -23,7 +24,7 @@ from .context import Context, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
 from .formats import format as _lookup
 from .modes import Rounding
-from .nans import IEEE, NanPolicy, convert_nan
+from .nans import IEEE, NanPolicy, convert_nan, default_nan
 from .rounding import INVALID, nan_code, round_exact
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
@@ -87,11 +88,14 @@ class Float:
 
     @property
     def sign(self) -> int:
-        """The sign bit: 1 for negative values (and negative NaNs)."""
+        """The sign bit: 1 for negative values and negative NaNs.  (An FNUZ
+        format's single NaN is the "-0" code, so its sign bit is 1; converting
+        it carries that bit, as ml_dtypes does.)"""
         return 1 if self.bits & self.fmt.sign_bit else 0
 
     @property
     def is_negative(self) -> bool:
+        """Whether the sign bit is set."""
         return bool(self.bits & self.fmt.sign_bit)
 
     @property
@@ -211,7 +215,8 @@ class Float:
     def next_up(self) -> Float:
         """The least value greater than this one (IEEE nextUp).  Infinities
         and the largest finite value of a format without infinity stay put;
-        a NaN gives the quiet NaN.
+        a NaN gives the quiet NaN.  This method raises no flags; for IEEE's
+        INVALID on a signaling NaN use :func:`fpsim.arith.next_up`.
 
         >>> FP16.from_bits(0x8001).next_up()
         Float(fp16, 0x8000, -0)
@@ -246,7 +251,9 @@ class Float:
         """C99 hexadecimal form of the value (``'0x1.ffcp+15'``), ``inf``,
         ``nan``."""
         if self.is_nan:
-            return "-nan" if self.is_negative else "nan"
+            # An FNUZ format has one NaN: no sign is shown for it.
+            signed = self.is_negative and self.fmt.specials is not Specials.FNUZ
+            return "-nan" if signed else "nan"
         if self.is_inf:
             return "-inf" if self.is_negative else "inf"
         sign = "-" if self.is_negative else ""
@@ -299,13 +306,13 @@ class Float:
     def _cmp(self, other: Any, signaling: bool) -> int | None:
         if isinstance(other, Float):
             return _arith._compare(self, other, signaling, None, "compare")
-        if isinstance(other, (int, float, Fraction)) and not isinstance(other, bool):
+        if isinstance(other, (int, float, Fraction, Decimal)):
             if other != other or self.is_nan:
                 if signaling or self.is_signaling:
                     getcontext().raise_flags(INVALID)
                 return None
             mine = self.value if self.is_finite else float(self)
-            theirs = Fraction(other) if math.isfinite(other) else other
+            theirs = Fraction(other) if math.isfinite(other) else float(other)
             return (mine > theirs) - (mine < theirs)
         return NotImplemented  # type: ignore[return-value]
 
@@ -385,6 +392,8 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
         rand = 0
 
     t = type(x)
+    if daz and t is float and _is_subnormal64(x):
+        x = math.copysign(0.0, x)  # a Python float is a binary64 operand: DAZ applies
     if t is float and x - x == 0.0:  # finite float: the hot path
         mant, e = math.frexp(x)
         if mant < 0 or (mant == 0.0 and math.copysign(1.0, x) < 0):
@@ -404,6 +413,10 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
     if flags:
         object.__setattr__(ctx, "_flags", ctx._flags | flags)
     return _make(fmt, code)
+
+
+def _is_subnormal64(x: float) -> bool:
+    return x != 0.0 and -2.2250738585072014e-308 < x < 2.2250738585072014e-308
 
 
 def _operand(fmt: Format, code: int, daz: bool) -> tuple[Any, ...]:
@@ -443,7 +456,8 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
     if kind == "nan":
         _, src_fmt, payload = src
         if src_fmt is None:  # a NaN literal: the sign as written, no payload
-            return _nan_for(fmt, payload, "NaN"), 0
+            code = _nan_for(fmt, payload, "NaN")
+            return (code if nan.propagate else default_nan(fmt, nan)), 0
         if not fmt.has_nan:
             raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")
         return convert_nan(src_fmt, payload, fmt, nan)
@@ -475,10 +489,14 @@ def convert(x: Any, fmt: Format | str, ctx: Context | None = None, **overrides: 
     """Convert ``x`` (a :class:`Float` of any format, or anything
     :meth:`Format.round` accepts) to ``fmt`` with one rounding.
 
-    NaNs stay NaN: quieted (INVALID if signaling), sign kept where the
-    destination's NaNs have one, payload kept left-aligned (see
-    :mod:`fpsim.nans`).  Into a format without infinity, an infinity becomes
-    NaN, or ±max with ``saturate=True``; both raise INVALID.
+    NaNs stay NaN, quieted (INVALID if signaling), as the context's NaN
+    policy says (:mod:`fpsim.nans`): under the default ``"ieee"`` policy the
+    sign is kept where the destination's NaNs have one and the payload is kept
+    left-aligned; under ``"riscv"`` or ``"arm_default_nan"`` the result is
+    the default NaN.  Into a format without infinity, an infinity becomes
+    NaN and raises INVALID; with ``saturate=True`` an infinity becomes ±max
+    in every format, also raising INVALID (an infinity is no rounding of a
+    finite value, so clamping it is an invalid conversion, as float to int).
 
     >>> import fpsim
     >>> fpsim.convert(fpsim.FP32.round(3.14159), "bf16")

@@ -1,0 +1,51 @@
+"""Sphinx configuration for the fpsim documentation.
+
+Build (warnings are errors) and run the doctests:
+
+    python -m sphinx -W -b html docs docs/_build/html
+    python -m sphinx -W -b doctest docs docs/_build/doctest
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# Document the checkout's fpsim, and load the local extension.
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE / "_ext"))
+
+import fpsim  # noqa: E402
+
+project = "fpsim"
+author = "fpsim developers"
+copyright = "fpsim developers"  # noqa: A001 - Sphinx's name
+release = fpsim.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.doctest",
+    "fpsim_directives",
+]
+
+html_theme = "alabaster"
+html_static_path = []
+exclude_patterns = ["_build"]
+nitpicky = False
+root_doc = "index"
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+
+# Only the ``.. doctest::`` blocks of the pages are run by the doctest
+# builder; the ``>>>`` examples in fpsim's docstrings are run by pytest.
+doctest_test_doctest_blocks = ""
+# Every page starts with a fresh current context, so that examples do not
+# see flags raised on another page.
+doctest_global_setup = "import fpsim\nfpsim.setcontext(fpsim.Context())\n"
+
+# Show default values as written in the source (``nan=IEEE``), not as reprs.
+autodoc_preserve_defaults = True
