@@ -18,6 +18,10 @@ it is computed here, at build time, or checked by a doctest.
     The notable codes of a format (zeros, subnormal and normal limits, one,
     max, infinities, NaNs), from ``spec/generate.py``.
 
+``.. fpsim-nan-policies::``
+    A table of the NaN policy presets of :mod:`fpsim.nans`, with their
+    default NaNs and sources.
+
 Docstrings are adjusted for display without editing fpsim: lists of
 ````NAME``  text```` lines (``Rounding``, ``Specials``) become bullet lists;
 text after a numpy ``Parameters`` section gets a ``Notes`` header; property
@@ -211,6 +215,30 @@ class Codes(SphinxDirective):
         return [_table(["", "code", "exact value", "decimal"], rows, {1, 2})]
 
 
+# -- NaN policies --------------------------------------------------------------------
+
+class NanPolicies(SphinxDirective):
+    """``.. fpsim-nan-policies::`` (see the module docstring)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from fpsim import nans
+
+        rows = []
+        for p in nans.policies():
+            rows.append([
+                p.name,
+                "yes" if p.propagate else "no: always the default NaN",
+                ("first signaling, else first NaN" if p.prefer_signaling
+                 else "first NaN operand") if p.propagate else "-",
+                f"0x{nans.default_nan(fpsim.FP32, p):08x} / 0x{nans.default_nan(fpsim.FP16, p):04x}",
+                p.source,
+            ])
+        return [_table(["policy", "propagates payloads", "operand chosen",
+                        "default NaN (FP32 / FP16)", "source"], rows, {0, 3})]
+
+
 # -- the CLI --------------------------------------------------------------------------
 
 class Cli(SphinxDirective):
@@ -320,6 +348,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("fpsim-formats-table", FormatsTable)
     app.add_directive("fpsim-cli", Cli)
     app.add_directive("fpsim-codes", Codes)
+    app.add_directive("fpsim-nan-policies", NanPolicies)
     app.add_role("fpsim", _make_role(literal=False))
     app.add_role("fpsim-code", _make_role(literal=True))
     return {"version": fpsim.__version__, "parallel_read_safe": True,
