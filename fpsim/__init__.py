@@ -8,6 +8,7 @@ Float(fp16, 0x00a8, 1.0013580322265625e-05)
 (Fraction(448, 1), Fraction(57344, 1))
 """
 
+from . import arith, nans
 from .context import Context, getcontext, localcontext, setcontext
 from .formats import (
     BF16,
@@ -31,6 +32,7 @@ from .value import Float, FloatClass, convert
 __version__ = "0.1.0"
 
 __all__ = [
+    "arith", "nans",
     "BF16", "E4M3", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "FP16", "FP32", "FP64", "TF32",
     "Context", "Flag", "Float", "FloatClass", "Format", "Rounding", "Specials", "Tininess",
     "convert", "format", "formats", "getcontext", "localcontext", "register", "setcontext",

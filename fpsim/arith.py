@@ -25,7 +25,9 @@ Special cases (IEEE 754-2019 §7 unless noted):
   zeros of the same sign keeps that sign.
 * Where a result would be an infinity but the format has none (E4M3, FNUZ),
   it is NaN of that sign, or ±max when saturating: the OCP FP8 conversion
-  rule applied to every operation.
+  rule applied to every operation.  An infinite *operand* whose infinite
+  result is delivered as ±max (saturating) raises INVALID, as converting an
+  infinity does; a computed infinity (x/0, logb(0)) raises only its own flag.
 
 >>> from fpsim import FP16, E4M3
 >>> a, b = FP16.round(1.5), FP16.round(2**-12)
@@ -187,14 +189,14 @@ def _finish(env: _Env, fmt: Format, negative: bool, num: int, den: int, exp: int
                               rand, key[5])
     flags |= extra_flags
     if flags:
-        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+        ctx._flags[0] |= flags
     return _make(fmt, code)
 
 
 def _done(env: _Env, fmt: Format, code: int, flags: int) -> Float:
     if flags:
         ctx = env[0]
-        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+        ctx._flags[0] |= flags
     return _make(fmt, code)
 
 
@@ -207,9 +209,17 @@ def _invalid(env: _Env, fmt: Format) -> Float:
     return _done(env, fmt, default_nan(fmt, env[1][6]), INVALID)
 
 
-def _infinity(env: _Env, fmt: Format, negative: bool, flags: int = 0) -> Float:
+def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Float:
     """An exact infinite result (not an overflow): inf, or in a format without
-    infinity NaN of that sign, or ±max when saturating."""
+    infinity NaN of that sign, or ±max when saturating.
+
+    ``computed`` is 0 when the infinity comes from an infinite operand; then,
+    as for a conversion, delivering anything but an infinity is an invalid
+    operation.  Otherwise it is the flag of the operation that made the
+    infinity (DIVIDE_BY_ZERO for x/0 and logb(0)), the only flag raised."""
+    flags = computed
+    if not computed and (env[1][1] or not fmt.has_inf):
+        flags = INVALID
     sign = fmt.sign_bit if negative else 0
     if env[1][1] or not (fmt.has_inf or fmt.has_nan):
         return _done(env, fmt, sign | fmt.max_code, flags)
@@ -300,7 +310,7 @@ def div(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Flo
     if sb == 0:
         if sa == 0:
             return _invalid(env, fmt)  # 0 / 0
-        return _infinity(env, fmt, negative, DIVIDE_BY_ZERO)
+        return _infinity(env, fmt, negative, computed=DIVIDE_BY_ZERO)
     return _finish(env, fmt, negative, sa, sb, ea - eb)
 
 
@@ -457,6 +467,10 @@ def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     (subnormals give their true exponent); ``logb(0)`` is -inf with
     DIVIDE_BY_ZERO, ``logb(±inf)`` is +inf.
 
+    IEEE 754 asks a floating logB format to hold every exponent exactly; the
+    narrow formats cannot (E5M2 holds integers only up to 8), so there the
+    exponent is rounded like any result, raising INEXACT.
+
     >>> logb(FP16.round(1e-5)), logb(FP16.round(65504))
     (Float(fp16, 0xcc40, -17), Float(fp16, 0x4b80, 15))
     """
@@ -468,7 +482,7 @@ def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     if ca == _INF:
         return _infinity(env, fmt, False)
     if sa == 0:
-        return _infinity(env, fmt, True, DIVIDE_BY_ZERO)
+        return _infinity(env, fmt, True, computed=DIVIDE_BY_ZERO)
     e = ea + sa.bit_length() - 1
     return _finish(env, fmt, e < 0, -e if e < 0 else e, 1, 0)
 
@@ -550,7 +564,7 @@ def _compare(a: Float, b: Float, signaling: bool, ctx: Context | None, op: str) 
     if a.is_nan or b.is_nan:
         if signaling or a.is_signaling or b.is_signaling:
             c = getcontext() if ctx is None else ctx
-            object.__setattr__(c, "_flags", c._flags | INVALID)
+            c._flags[0] |= INVALID
         return None
     va, vb = _order_value(a), _order_value(b)
     return (va > vb) - (va < vb)
@@ -652,11 +666,10 @@ def _minmax(a: Float, b: Float, sense: int, number: bool, ctx: Context | None,
 
 
 def _canonical(env: _Env, x: Float, flags: int) -> Float:
-    """Return an operand as the result: DAZ and FTZ still apply."""
-    daz, ftz = env[1][3], env[1][2]
-    if daz or ftz:
-        ca, na, sa, ea = _unpack(x, daz)
-        if ca == _FINITE:
-            return _finish(env, x.fmt, na, sa, 1, ea, flags)
+    """Return an operand as the result.  DAZ reads a subnormal operand as a
+    zero of its sign; FTZ does not apply, since nothing is rounded (as x86's
+    MINSS/MAXSS under FTZ)."""
+    if env[1][3] and x.is_subnormal:
+        return _done(env, x.fmt, x.fmt.sign_bit if x.is_negative else 0, flags)
     return _done(env, x.fmt, x.bits, flags)
 

@@ -74,7 +74,9 @@ class Context:
                  ftz: bool = False, daz: bool = False,
                  tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
                  nan: NanPolicy | str = IEEE, rng: Any = None, flags: Flag | int = 0) -> None:
-        object.__setattr__(self, "_flags", 0)
+        # The sticky flags live in a one-item list: operations OR into it on
+        # their hot path, which a plain attribute behind __setattr__ would slow.
+        object.__setattr__(self, "_flags", [0])
         object.__setattr__(self, "_rng", None)
         self.rounding = rounding  # type: ignore[assignment]
         self.saturate = saturate
@@ -110,7 +112,7 @@ class Context:
     @property
     def flags(self) -> Flag:
         """The sticky flags raised so far."""
-        return Flag(self._flags)
+        return Flag(self._flags[0])
 
     @flags.setter
     def flags(self, value: Flag | int) -> None:
@@ -119,7 +121,7 @@ class Context:
         if not isinstance(value, Flag) and not 0 <= value < 32:
             raise ValueError(f"flags={value} is not a combination of fpsim.Flag members "
                              "(INVALID=1, DIVIDE_BY_ZERO=2, OVERFLOW=4, UNDERFLOW=8, INEXACT=16)")
-        object.__setattr__(self, "_flags", Flag(value).value)
+        self._flags[0] = Flag(value).value
 
     @property
     def rng(self) -> Any:
@@ -139,11 +141,11 @@ class Context:
 
     def clear_flags(self) -> None:
         """Reset all flags."""
-        object.__setattr__(self, "_flags", 0)
+        self._flags[0] = 0
 
     def raise_flags(self, flags: Flag | int) -> None:
         """OR ``flags`` into the sticky flags."""
-        object.__setattr__(self, "_flags", self._flags | int(Flag(flags).value))
+        self._flags[0] |= int(Flag(flags).value)
 
     def random_bits(self, bits: int | None = None) -> int:
         """Draw one stochastic-rounding random integer in ``[0, 2**bits)``
@@ -171,8 +173,9 @@ class Context:
             raise TypeError(f"unexpected keyword argument(s) {', '.join(sorted(unknown))}; "
                             f"accepted: {', '.join(_SETTINGS)}, rng, flags")
         new = Context.__new__(Context)
-        for name in ("_flags", "_rng", *_SETTINGS, "_key"):
+        for name in ("_rng", *_SETTINGS, "_key"):
             object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "_flags", [self._flags[0]])
         for name, value in overrides.items():
             setattr(new, name, value)
         return new

@@ -168,6 +168,9 @@ class Format:
             _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code),
             # Operand decode table of fpsim.arith, built on first use.
             _decoded=None,
+            # Interned Float values of formats up to 16 bits (fpsim.value):
+            # a list of 2**width slots filled on first use of each code.
+            _floats=[None] * (1 << width) if width <= 16 else None,
         )
         for k, v in values.items():
             setattr_(self, k, v)
@@ -235,7 +238,7 @@ class Format:
         >>> FP16.from_bits(0x3C00)
         Float(fp16, 0x3c00, 1)
         """
-        return _value.Float(self, self.check_code(bits))
+        return _value._make(self, self.check_code(bits))
 
     def round(
         self, x: Any, ctx: Context | None = None, **overrides: Any

@@ -151,7 +151,19 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
             e0 -= 1
         e = exp + e0
     q = qmin if e < emin and fmt.subnormals else e - m
-    kept, inexact = quantize(num, den, exp, q, negative, mode, rand, sr_bits)
+    if den == 1 and mode is _RNE and q > exp:
+        # quantize() for its most common case (a binary input, ties to even),
+        # inlined: this is the hot path of every conversion and operation.
+        shift = q - exp
+        kept = num >> shift
+        rem = num & ((1 << shift) - 1)
+        inexact = rem != 0
+        if inexact:
+            half = 1 << (shift - 1)
+            if rem > half or (rem == half and kept & 1):
+                kept += 1
+    else:
+        kept, inexact = quantize(num, den, exp, q, negative, mode, rand, sr_bits)
     code = ((q - qmin) << m) + kept - offset
 
     if code > max_code:

@@ -307,8 +307,10 @@ class Float:
         if isinstance(other, Float):
             return _arith._compare(self, other, signaling, None, "compare")
         if isinstance(other, (int, float, Fraction, Decimal)):
-            if other != other or self.is_nan:
-                if signaling or self.is_signaling:
+            other_nan = other.is_nan() if isinstance(other, Decimal) else other != other
+            if other_nan or self.is_nan:
+                snan = isinstance(other, Decimal) and other.is_snan()
+                if signaling or self.is_signaling or snan:
                     getcontext().raise_flags(INVALID)
                 return None
             mine = self.value if self.is_finite else float(self)
@@ -360,7 +362,18 @@ _new_float = object.__new__
 
 
 def _make(fmt: Format, code: int) -> Float:
-    # The kernel's codes are in range by construction: skip re-validation.
+    """The Float of a code known to be in range (the kernel's codes are).
+
+    Floats are immutable, so the values of formats up to 16 bits are
+    interned: building one costs more than the rounding's bit arithmetic."""
+    interned = fmt._floats
+    if interned is not None:
+        x = interned[code]
+        if x is None:
+            x = interned[code] = _new_float(Float)
+            _set_fmt(x, fmt)
+            _set_bits(x, code)
+        return x
     x = _new_float(Float)
     _set_fmt(x, fmt)
     _set_bits(x, code)
@@ -411,7 +424,7 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
             src = _operand(src[1], src[2], daz)
         code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits, nan)
     if flags:
-        object.__setattr__(ctx, "_flags", ctx._flags | flags)
+        ctx._flags[0] |= flags
     return _make(fmt, code)
 
 

@@ -232,7 +232,8 @@ class NanPolicies(SphinxDirective):
                 "yes" if p.propagate else "no: always the default NaN",
                 ("first signaling, else first NaN" if p.prefer_signaling
                  else "first NaN operand") if p.propagate else "-",
-                f"0x{nans.default_nan(fpsim.FP32, p):08x} / 0x{nans.default_nan(fpsim.FP16, p):04x}",
+                f"0x{nans.default_nan(fpsim.FP32, p):08x} / "
+                f"0x{nans.default_nan(fpsim.FP16, p):04x}",
                 p.source,
             ])
         return [_table(["policy", "propagates payloads", "operand chosen",
