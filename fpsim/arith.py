@@ -173,7 +173,13 @@ def _binary(op: str, a: Float, b: Float, ctx: Context | None, overrides: dict[st
     if a.__class__ is not Float or b.__class__ is not Float or a.fmt is not b.fmt:
         _same_format(op, a, b)
     fmt = a.fmt
-    env = _env(ctx, overrides)
+    if ctx is None:
+        ctx = _current.get(None) or getcontext()
+    if overrides or ctx.__class__ is not Context:
+        env = _env(ctx, overrides)
+    else:  # _env's fast path, inlined: this prologue runs on every operation
+        key = ctx._key
+        env = (ctx, key, ctx.random_bits(key[5]) if key[0] is _SR else 0)
     table = fmt._decoded or _table(fmt)
     da, db = table[a.bits], table[b.bits]
     if env[1][3]:
@@ -190,7 +196,8 @@ def _finish(env: _Env, fmt: Format, negative: bool, num: int, den: int, exp: int
     flags |= extra_flags
     if flags:
         ctx._flags[0] |= flags
-    return _make(fmt, code)
+    interned = fmt._floats
+    return (interned[code] or _make(fmt, code)) if interned is not None else _make(fmt, code)
 
 
 def _done(env: _Env, fmt: Format, code: int, flags: int) -> Float:
@@ -228,9 +235,19 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
     return _done(env, fmt, nan_code(fmt, negative), flags)
 
 
-def _zero_sum_sign(env: _Env, neg_a: bool, neg_b: bool) -> bool:
-    """Sign of an exact zero sum of two terms (IEEE 754-2019 §6.3)."""
-    return neg_a if neg_a == neg_b else env[1][0] is _RDN
+def _exact_sum(env: _Env, fmt: Format, na: bool, sa: int, ea: int,
+               nb: bool, sb: int, eb: int) -> Float:
+    """Deliver ``±sa×2**ea ± sb×2**eb`` (add, sub, fma): the sum is exact in
+    integers at the smaller exponent.  An exact zero sum of terms of opposite
+    signs is +0, or -0 toward -inf; of like signs, that sign (IEEE 754 §6.3)."""
+    if ea >= eb:
+        va, vb, e = sa << (ea - eb), sb, eb
+    else:
+        va, vb, e = sa, sb << (eb - ea), ea
+    s = (-va if na else va) + (-vb if nb else vb)
+    if s == 0:
+        return _finish(env, fmt, na if na == nb else env[1][0] is _RDN, 0, 1, 0)
+    return _finish(env, fmt, s < 0, -s if s < 0 else s, 1, e)
 
 
 # -- the arithmetic operations -------------------------------------------------
@@ -263,15 +280,7 @@ def _add(a: Float, b: Float, negate_b: bool, ctx: Context | None,
         if ca and cb:
             return _invalid(env, fmt) if na != nb else _infinity(env, fmt, na)
         return _infinity(env, fmt, na if ca else nb)
-    nb ^= negate_b
-    if ea >= eb:
-        va, vb, e = sa << (ea - eb), sb, eb
-    else:
-        va, vb, e = sa, sb << (eb - ea), ea
-    s = (-va if na else va) + (-vb if nb else vb)
-    if s == 0:
-        return _finish(env, fmt, _zero_sum_sign(env, na, nb), 0, 1, 0)
-    return _finish(env, fmt, s < 0, -s if s < 0 else s, 1, e)
+    return _exact_sum(env, fmt, na, sa, ea, nb ^ negate_b, sb, eb)
 
 
 def mul(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
@@ -338,15 +347,7 @@ def fma(a: Float, b: Float, c: Float, ctx: Context | None = None, **overrides: A
                 return _invalid(env, fmt)  # inf - inf
             return _infinity(env, fmt, np_)
         return _infinity(env, fmt, nc)
-    sp, ep = sa * sb, ea + eb
-    if ep >= ec:
-        vp, vc, e = sp << (ep - ec), sc, ec
-    else:
-        vp, vc, e = sp, sc << (ec - ep), ep
-    s = (-vp if np_ else vp) + (-vc if nc else vc)
-    if s == 0:
-        return _finish(env, fmt, _zero_sum_sign(env, np_, nc), 0, 1, 0)
-    return _finish(env, fmt, s < 0, -s if s < 0 else s, 1, e)
+    return _exact_sum(env, fmt, np_, sa * sb, ea + eb, nc, sc, ec)
 
 
 # Enough extra bits that the integer square root decides every mode: the

@@ -164,8 +164,11 @@ class Format:
             default_nan_code=default_nan,
             # The rounding kernel's constants, read in one attribute access:
             # (mantissa_bits, emin, quantum of the smallest subnormal,
-            #  implicit-bit offset of code arithmetic, max_code).
-            _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code),
+            #  implicit-bit offset of code arithmetic, max_code, subnormals,
+            #  sign bit, sign bit of a negative zero (0 where there is none)).
+            _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code,
+                     self.subnormals, sign_bit,
+                     sign_bit if self.subnormals and sp is not Specials.FNUZ else 0),
             # Operand decode table of fpsim.arith, built on first use.
             _decoded=None,
             # Interned Float values of formats up to 16 bits (fpsim.value):

@@ -135,14 +135,14 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     bits.  ``rand`` is the random integer for stochastic rounding, in
     ``[0, 2**sr_bits)``; it is ignored by the other modes.
     """
+    m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
     if num == 0:
-        if not fmt.has_zero:
+        if not subnormals:  # no zero in the format
             return _nan_or_error(fmt, negative, "zero"), INVALID
-        return (fmt.sign_bit if negative and fmt.has_negative_zero else 0), 0
-    if negative and not fmt.signed:
+        return (negative_zero if negative else 0), 0
+    if negative and not sign_bit:
         return _nan_or_error(fmt, negative, "a negative value"), INVALID
 
-    m, emin, qmin, offset, max_code = fmt._kernel
     if den == 1:
         e = exp + num.bit_length() - 1
     else:
@@ -150,7 +150,7 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
         if (num << -e0 if e0 < 0 else num) < (den << e0 if e0 > 0 else den):
             e0 -= 1
         e = exp + e0
-    q = qmin if e < emin and fmt.subnormals else e - m
+    q = qmin if e < emin and subnormals else e - m
     if den == 1 and mode is _RNE and q > exp:
         # quantize() for its most common case (a binary input, ties to even),
         # inlined: this is the hot path of every conversion and operation.
@@ -173,7 +173,7 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     if e < emin:
         if tininess_before:
             tiny = True
-        elif not fmt.subnormals:
+        elif not subnormals:
             tiny = code < 0  # q was already the unbounded-range quantum
         elif code < (1 << m):
             tiny = True  # below min_normal at the coarser subnormal quantum
@@ -189,9 +189,8 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
             full, _ = quantize(num, den, exp, e - m, negative, mode, rand, sr_bits)
             tiny = full < (1 << (m + 1))
         if tiny:
-            if ftz and fmt.has_zero:
-                return (fmt.sign_bit if negative and fmt.has_negative_zero else 0), \
-                    UNDERFLOW | INEXACT
+            if ftz and subnormals:  # (formats without subnormals have no zero)
+                return (negative_zero if negative else 0), UNDERFLOW | INEXACT
             if code < 0:
                 # A format with no zero and no subnormals (E8M0): the nearest
                 # representable magnitude is the smallest one.
@@ -199,9 +198,7 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
             if flags:
                 flags |= UNDERFLOW
     if negative:
-        if code == 0 and not fmt.has_negative_zero:
-            return 0, flags
-        code |= fmt.sign_bit
+        return (code | negative_zero if code == 0 else code | sign_bit), flags
     return code, flags
 
 
