@@ -1,0 +1,111 @@
+"""Array engine speed and memory, against peers measured in the same run.
+
+* encode float32 -> FP16, BF16, E4M3, E5M2 (rne) against ml_dtypes' / numpy's
+  own ``astype`` (goal: geometric-mean slowdown at most 3x);
+* encode float16 -> E4M3, E5M2 (rne; a 16-bit source takes the lookup path)
+  against ``astype``;
+* every rounding mode gfloat supports (rne, rna, rtz, rup, rdn) into E4M3
+  against gfloat's ``round_ndarray`` + ``encode_ndarray`` (goal: at least 10x
+  faster);
+* peak extra memory of encoding float32 values to FP16 (tracemalloc), as a
+  multiple of the output size (goal: at most 3x).
+
+Prints medians and ratios; asserts nothing about time.  Run
+``python benchmarks/bench_array.py [-n 1000000 10000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+import tracemalloc
+
+import ml_dtypes
+import numpy as np
+
+import fpsim
+from fpsim import array
+
+try:
+    from gfloat import RoundMode, encode_ndarray, round_ndarray
+    from gfloat.formats import format_info_ocp_e4m3
+except ImportError:  # pragma: no cover
+    raise SystemExit("this benchmark needs gfloat: pip install 'fpsim[test]'") from None
+
+
+def _median(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _values(n: int, dtype: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    # Magnitudes spread over the formats' ranges, subnormals and overflow included.
+    x = rng.standard_normal(n) * np.exp2(rng.uniform(-30, 18, n))
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, nargs="+", default=[10**6, 10**7])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    targets = [(fpsim.FP16, np.float16), (fpsim.BF16, ml_dtypes.bfloat16),
+               (fpsim.E4M3, ml_dtypes.float8_e4m3fn), (fpsim.E5M2, ml_dtypes.float8_e5m2)]
+    np.seterr(over="ignore")  # the peers' casts warn on overflow to inf
+    for n in args.n:
+        x32 = _values(n, np.float32)
+        x16 = _values(n, np.float16)
+        print(f"\nn = {n:,}")
+        print(f"{'encode':<24} {'fpsim ms':>9} {'peer ms':>9} {'fpsim/peer':>11}")
+        ratios = []
+        for fmt, dt in targets:
+            codes = array.encode(x32, fmt)
+            assert np.array_equal(codes, x32.astype(dt).view(codes.dtype)) or fmt.name == "e4m3"
+            ours = _median(lambda f=fmt, x=x32: array.encode(x, f), args.repeats)
+            peer = _median(lambda d=dt, x=x32: x.astype(d), args.repeats)
+            ratios.append(ours / peer)
+            print(f"{'float32 -> ' + fmt.name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} "
+                  f"{ours / peer:>11.1f}")
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"{'geometric mean':<24} {'':>9} {'':>9} {geo:>11.1f}   (goal <= 3)")
+        for fmt, dt in targets[2:]:
+            array.encode(x16, fmt)  # builds the lookup table once
+            ours = _median(lambda f=fmt, x=x16: array.encode(x, f), args.repeats)
+            peer = _median(lambda d=dt, x=x16: x.astype(d), args.repeats)
+            print(f"{'float16 -> ' + fmt.name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} "
+                  f"{ours / peer:>11.1f}")
+
+        m = min(n, 10**6)  # gfloat is slow: its side runs on at most 10**6 values
+        xg = x32[:m].astype(np.float64)
+        print(f"\n{'e4m3, ' + format(m, ',') + ' values':<24} {'fpsim ms':>9} {'gfloat ms':>9} "
+              f"{'gfloat/fpsim':>13}")
+        for name, mode in (("rne", RoundMode.TiesToEven), ("rna", RoundMode.TiesToAway),
+                           ("rtz", RoundMode.TowardZero), ("rup", RoundMode.TowardPositive),
+                           ("rdn", RoundMode.TowardNegative)):
+            ours = _median(lambda r=name, x=xg: array.encode(x, fpsim.E4M3, rounding=r),
+                           args.repeats)
+            peer = _median(lambda r=mode, x=xg: encode_ndarray(
+                format_info_ocp_e4m3, round_ndarray(format_info_ocp_e4m3, x, r)), 1)
+            print(f"{name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} {peer / ours:>13.1f}"
+                  "   (goal >= 10)")
+
+        tracemalloc.start()
+        out = array.encode(x32, fpsim.FP16)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"\npeak memory of encode float32 -> fp16: {peak / 2**20:.1f} MiB = "
+              f"{peak / out.nbytes:.2f}x the {out.nbytes / 2**20:.1f} MiB output "
+              "(includes the output; goal <= 3x beyond input and output)")
+
+
+if __name__ == "__main__":
+    main()
