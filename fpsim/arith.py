@@ -350,10 +350,13 @@ def fma(a: Float, b: Float, c: Float, ctx: Context | None = None, **overrides: A
     return _exact_sum(env, fmt, np_, sa * sb, ea + eb, nc, sc, ec)
 
 
-# Enough extra bits that the integer square root decides every mode: the
-# rounding position plus stochastic rounding's up to 64 random bits, plus
-# the bits that the tininess-after check at full precision looks at.
-_SQRT_GUARD = 72
+# Extra bits of the integer square root below the format's precision.  The
+# root lies strictly inside (r, r + 1) when inexact, and r + 1/2 stands for it:
+# that decides every mode when the rounding position (the format's last
+# place, or the finer one of the tininess-after check) lies at least 2 bits
+# above r's last bit, and stochastic rounding also reads sr_bits fraction
+# bits below the last place, which r + 1/2 must give exactly.
+_SQRT_GUARD = 4
 
 
 def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
@@ -377,7 +380,8 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
         return _finish(env, fmt, na, 0, 1, 0)
     if ea & 1:
         sa, ea = sa << 1, ea - 1
-    k = max(0, fmt.precision + _SQRT_GUARD - sa.bit_length() // 2)
+    guard = _SQRT_GUARD + (env[1][5] if env[1][0] is _SR else 0)
+    k = max(0, fmt.precision + guard - sa.bit_length() // 2)
     big = sa << (2 * k)
     r = math.isqrt(big)
     if r * r == big:
