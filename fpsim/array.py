@@ -75,7 +75,14 @@ def value_dtype(fmt: Format) -> np.dtype | None:
 
 def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
     if fmt is not None:
-        return _lookup(fmt)
+        fmt = _lookup(fmt)
+        if a.dtype.kind not in "iu":
+            own = _lookup(a.dtype.name) if a.dtype.name in _NAMES else None
+            if own != fmt:
+                raise TypeError(f"src={fmt.name} names the format of integer codes; an array "
+                                f"of dtype {a.dtype} is read as its own values (drop src=, or "
+                                "pass the codes as an unsigned integer array)")
+        return fmt
     try:
         src = _lookup(a.dtype.name)
     except ValueError:
@@ -87,9 +94,15 @@ def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
     return src
 
 
+_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+          "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+
 def _codes_of(a: np.ndarray, src: Format) -> np.ndarray:
     """The codes of ``a`` as uint64: a float array viewed as its bits, or an
     integer array of codes checked against the format's width."""
+    if not a.dtype.isnative:  # big-endian data: bits are read in native order
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.kind in "iu":
         if a.size and (a.min() < 0 or int(a.max()) >= (1 << src.width)):
             raise ValueError(f"codes out of range for {src.name}: accepted 0.."
@@ -313,9 +326,10 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     and keyword overrides (``rounding=``, ``saturate=``, ``ftz=``, ``daz=``,
     ``tininess=``, ``sr_bits=``, ``nan=``).  Stochastic rounding takes
     ``random_bits=`` (an unsigned integer array broadcastable to ``values``,
-    each in ``[0, 2**sr_bits)``) or draws from ``rng=`` (a
-    :class:`numpy.random.Generator` or a seed) one number per element, in
-    order.  The flags of all elements go into the context;
+    each in ``[0, 2**sr_bits)``) or draws one number per element, in order,
+    from ``rng=`` (a :class:`numpy.random.Generator` or a seed) or else from
+    the context's generator (a numpy Generator is used directly; a
+    :class:`random.Random` seeds one with 64 bits drawn from it).  The flags of all elements go into the context;
     ``return_flags=True`` also returns a uint8 array of per-element flags.
 
     >>> codes, flags = encode(np.array([1.0, 1e-5, 1e6], np.float32), "fp16",
@@ -414,8 +428,15 @@ def _random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, .
         flat = np.broadcast_to(r, shape).reshape(-1).astype(_U64)
         return lambda start, stop: flat[start:stop]
     gen = rng
-    if gen is None or isinstance(gen, int):
-        gen = np.random.default_rng(gen if gen is not None else 0)
+    if gen is None:
+        # The context's generator: a numpy Generator is used (and advanced)
+        # directly; a random.Random seeds one with 64 bits drawn from it, so
+        # that successive calls continue the context's stream.
+        gen = ctx.rng
+        if not hasattr(gen, "integers"):
+            gen = np.random.default_rng(gen.getrandbits(64))
+    elif isinstance(gen, int) and not isinstance(gen, bool):
+        gen = np.random.default_rng(gen)
     if not hasattr(gen, "integers"):
         raise TypeError(f"rng must be a numpy.random.Generator or an int seed, got "
                         f"{type(rng).__name__}")
