@@ -329,8 +329,9 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     each in ``[0, 2**sr_bits)``) or draws one number per element, in order,
     from ``rng=`` (a :class:`numpy.random.Generator` or a seed) or else from
     the context's generator (a numpy Generator is used directly; a
-    :class:`random.Random` seeds one with 64 bits drawn from it).  The flags of all elements go into the context;
-    ``return_flags=True`` also returns a uint8 array of per-element flags.
+    :class:`random.Random` seeds one with 64 bits drawn from it).  The flags
+    of all elements go into the context; ``return_flags=True`` also returns a
+    uint8 array of per-element flags.
 
     >>> codes, flags = encode(np.array([1.0, 1e-5, 1e6], np.float32), "fp16",
     ...                       return_flags=True)

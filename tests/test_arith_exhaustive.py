@@ -4,10 +4,10 @@ numpy oracle written here from the definitions.
 
 The oracle
 ----------
-* Operands are decoded from the OCP FP8 definitions (not by fpsim) into
-  float64: E5M2 is IEEE-like (bias 15, top exponent reserved: inf and NaNs,
-  0x7D/0xFD signaling, 0x7E/0x7F quiet); E4M3 has bias 7, no infinity, and
-  only S.1111.111 is NaN (max 448).
+* Operands are decoded by tests/oracle.py from the OCP FP8 definitions (not
+  by fpsim) into float64: E5M2 is IEEE-like (bias 15, top exponent reserved:
+  inf and NaNs, 0x7D/0xFD signaling, 0x7E/0x7F quiet); E4M3 has bias 7, no
+  infinity, and only S.1111.111 is NaN (max 448).
 * Sums, differences and products of two such values are exact in float64:
   E5M2 values are multiples of 2**-16 below 2**16, so a sum is a multiple of
   2**-16 below 2**17 (33 bits); E4M3 values are multiples of 2**-9 below
@@ -48,6 +48,8 @@ import pytest
 import fpsim
 from fpsim import arith
 
+from oracle import overflows_to_infinity, pow2, rounds_away, spec_of
+
 INVALID, DIV0, OVERFLOW, UNDERFLOW, INEXACT = 1, 2, 4, 8, 16  # IEEE 754 flag bits
 assert [f.value for f in (fpsim.Flag.INVALID, fpsim.Flag.DIVIDE_BY_ZERO, fpsim.Flag.OVERFLOW,
                           fpsim.Flag.UNDERFLOW, fpsim.Flag.INEXACT)] == [1, 2, 4, 8, 16]
@@ -58,53 +60,40 @@ FUNCS = {"add": arith.add, "sub": arith.sub, "mul": arith.mul, "div": arith.div}
 
 
 class Spec:
-    def __init__(self, name, fmt, e, m, bias, has_inf):
+    """The oracle's spec of an FP8 format (tests/oracle.py), decoded into
+    numpy arrays indexed by code."""
+
+    def __init__(self, name, fmt):
+        spec = spec_of(name)
         self.name, self.fmt = name, fmt
-        self.e, self.m, self.bias, self.has_inf = e, m, bias, has_inf
-        self.emin = 1 - bias
-        self.sign_bit = 0x80
-        top = (1 << e) - 1
-        if has_inf:
-            self.max_code = (top << m) - 1
-            self.inf_code = top << m
-            self.default_nan = (top << m) | (1 << (m - 1))  # +qNaN
-        else:
-            self.max_code = (top << m) | ((1 << m) - 2)
-            self.inf_code = None
-            self.default_nan = 0x7F
-        self.min_normal = 2.0 ** self.emin
-        codes = np.arange(256)
-        sign = (codes >> 7) & 1
-        ef = (codes >> m) & top
-        frac = codes & ((1 << m) - 1)
-        sig = np.where(ef == 0, frac, frac | (1 << m))
-        exp = np.where(ef == 0, self.emin, ef - bias) - m
-        mag = np.ldexp(sig.astype(np.float64), exp)
-        if has_inf:
-            is_nan = (ef == top) & (frac != 0)
-            is_inf = (ef == top) & (frac == 0)
-            self.is_snan = is_nan & ((frac >> (m - 1)) == 0)
-        else:
-            is_nan = (ef == top) & (frac == (1 << m) - 1)
-            is_inf = np.zeros(256, bool)
-            self.is_snan = np.zeros(256, bool)
-        mag = np.where(is_inf, np.inf, mag)
-        self.vals = np.where(is_nan, np.nan, np.where(sign == 1, -mag, mag))
-        self.is_nan, self.is_inf, self.neg = is_nan, is_inf, sign == 1
-        self.sig = np.where(is_nan | is_inf, 0, sig).astype(np.int64)
-        self.exp = exp.astype(np.int64)
+        self.e, self.m, self.bias, self.has_inf = spec.e, spec.m, spec.bias, spec.has_inf
+        self.emin, self.sign_bit = spec.emin, spec.sign_bit
+        self.max_code, self.inf_code, self.quiet = spec.max_code, spec.inf_code, spec.quiet
+        # the default NaN: +qNaN (E5M2), the single NaN 0x7F (E4M3)
+        self.default_nan = spec.quiet(spec.inf_code) if spec.has_inf else 0x7F
+        self.min_normal = float(spec.min_normal)
+        decoded = [spec.decode(c) for c in range(256)]
+        kind = np.array([k for k, _, _ in decoded])
+        self.is_nan, self.is_inf = kind == "nan", kind == "inf"
+        self.is_snan = np.array([spec.classify(c) == "snan" for c in range(256)])
+        self.neg = np.array([s == 1 for _, s, _ in decoded])
+        # |value| = sig × 2**exp, sig an integer at the value's quantum (0 for inf, NaN)
+        finite = [abs(v) if k == "finite" else Fraction(0) for k, _, v in decoded]
+        exp = [spec.quantum(a or spec.min_sub) for a in finite]
+        self.exp = np.array(exp, dtype=np.int64)
+        self.sig = np.array([int(a / pow2(q)) for a, q in zip(finite, exp)], dtype=np.int64)
+        mag = np.where(self.is_inf, np.inf, [float(a) for a in finite])
+        # -0.0 for the code of -0; NaN codes give NaN
+        self.vals = np.where(self.is_nan, np.nan, np.where(self.neg, -mag, mag))
         # the non-negative finite values in code order (increasing): code = index
         self.pos_vals = mag[: self.max_code + 1]
         assert np.all(np.diff(self.pos_vals) > 0)
         self.max = float(self.pos_vals[-1])
 
-    def quiet(self, code):
-        return code | (1 << (self.m - 1)) if self.has_inf else code
-
 
 SPECS = {
-    "e4m3": Spec("e4m3", fpsim.E4M3, 4, 3, 7, False),
-    "e5m2": Spec("e5m2", fpsim.E5M2, 5, 2, 15, True),
+    "e4m3": Spec("e4m3", fpsim.E4M3),
+    "e5m2": Spec("e5m2", fpsim.E5M2),
 }
 NAMES = list(SPECS)
 
@@ -123,23 +112,9 @@ def test_decoding_from_the_definitions():
 # -- the vectorized rounding ------------------------------------------------------
 
 def decide(lo, cmp, inexact, neg, mode):
-    """Round up (away from zero) or not: lo is the truncated magnitude in units
-    of the quantum, cmp the sign of (discarded fraction - 1/2)."""
-    if mode == "rne":
-        up = (cmp > 0) | ((cmp == 0) & (lo % 2 == 1))
-    elif mode == "rna":
-        up = cmp >= 0
-    elif mode == "rtz":
-        up = np.zeros_like(inexact)
-    elif mode == "rup":
-        up = ~neg
-    elif mode == "rdn":
-        up = neg.copy()
-    elif mode == "rto":
-        up = lo % 2 == 0
-    else:  # pragma: no cover
-        raise AssertionError(mode)
-    return lo + (inexact & up)
+    """The rounded magnitude in units of the quantum: lo is the truncated
+    magnitude, cmp the sign of (discarded fraction - 1/2)."""
+    return lo + (inexact & rounds_away(mode, lo, cmp, neg))
 
 
 def split_float(mag, q):
@@ -179,14 +154,7 @@ def round_finite(spec, neg, mode, saturate, e, split):
     assert np.all(spec.pos_vals[idx] == np.minimum(mag, spec.max))
     codes = idx.astype(np.int64)
     # overflow
-    if mode in ("rne", "rna"):
-        to_inf = np.ones_like(neg)
-    elif mode == "rup":
-        to_inf = ~neg
-    elif mode == "rdn":
-        to_inf = neg.copy()
-    else:
-        to_inf = np.zeros_like(neg)
+    to_inf = overflows_to_infinity(mode, neg)
     inf_code = spec.max_code if saturate else (spec.inf_code or 0x7F)
     codes = np.where(overflow, np.where(to_inf, inf_code, spec.max_code), codes)
     flags = np.where(overflow, OVERFLOW | INEXACT, flags)

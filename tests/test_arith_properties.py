@@ -3,7 +3,8 @@ FP32 in every deterministic rounding mode, with flush-to-zero and
 denormals-are-zero on and off.
 
 Expectations are derived here from IEEE 754-2019 with exact Fractions and a
-decoder written from the format definitions (never fpsim's own decoding):
+decoder written from the format definitions in tests/oracle.py (never
+fpsim's own decoding):
 
 * ``x × 1 = x`` and ``x + (-0) = x`` (§6.3: the sum of two zeros of opposite
   sign is +0 except in roundTowardNegative, where it is -0; of two zeros of
@@ -26,112 +27,30 @@ replaced by a zero of its sign, with UNDERFLOW | INEXACT.
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fpsim
 from fpsim import arith
 
+from oracle import SPECS, FormatSpec, exact_result, nearest_even
+
 Flag = fpsim.Flag
 NO_FLAGS = Flag(0)
 INEXACT, UNDERFLOW, OVERFLOW = Flag.INEXACT, Flag.UNDERFLOW, Flag.OVERFLOW
 INVALID, DIV0 = Flag.INVALID, Flag.DIVIDE_BY_ZERO
 
-# name -> (fpsim format, (exponent_bits, mantissa_bits, bias, has_inf))
-SPECS = {
-    "fp16": (fpsim.FP16, (5, 10, 15, True)),
-    "bf16": (fpsim.BF16, (8, 7, 127, True)),
-    "e4m3": (fpsim.E4M3, (4, 3, 7, False)),
-    "e5m2": (fpsim.E5M2, (5, 2, 15, True)),
-    "fp32": (fpsim.FP32, (8, 23, 127, True)),
-}
-NAMES = list(SPECS)
+NAMES = ["fp16", "bf16", "e4m3", "e5m2", "fp32"]
+FMT = {name: fpsim.format(name) for name in NAMES}
 MODES = ["rne", "rna", "rtz", "rup", "rdn", "rto"]
 EXAMPLES = 150
 
 
-def pow2(k: int) -> Fraction:
-    return Fraction(1 << k) if k >= 0 else Fraction(1, 1 << -k)
-
-
-def floor_log2(v: Fraction) -> int:
-    n, d = v.numerator, v.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(-e, 0)) < (d << max(e, 0)):
-        e -= 1
-    return e
-
-
-class Spec:
-    def __init__(self, name):
-        self.name = name
-        self.fmt, (e, m, bias, has_inf) = SPECS[name]
-        self.e, self.m, self.bias, self.has_inf = e, m, bias, has_inf
-        self.width = 1 + e + m
-        self.sign_bit = 1 << (e + m)
-        self.emin = 1 - bias
-        top = (1 << e) - 1
-        if has_inf:
-            self.max_code = (top << m) - 1
-            self.max = (2 - pow2(-m)) * pow2(top - 1 - bias)
-        else:
-            self.max_code = (top << m) | ((1 << m) - 2)
-            self.max = (2 - pow2(1 - m)) * pow2(top - bias)
-        self.min_normal = pow2(self.emin)
-        self.min_sub = pow2(self.emin - m)
-        self.quiet_bit = 1 << (m - 1)
-
-    def kind(self, code):
-        e, m = self.e, self.m
-        ef = (code >> m) & ((1 << e) - 1)
-        frac = code & ((1 << m) - 1)
-        top = (1 << e) - 1
-        if self.has_inf and ef == top:
-            return "inf" if frac == 0 else ("qnan" if frac & self.quiet_bit else "snan")
-        if not self.has_inf and ef == top and frac == (1 << m) - 1:
-            return "qnan"
-        if ef == 0:
-            return "zero" if frac == 0 else "subnormal"
-        return "normal"
-
-    def is_nan(self, code):
-        return self.kind(code) in ("qnan", "snan")
-
-    def value(self, code) -> Fraction:
-        m, bias = self.m, self.bias
-        ef = (code >> m) & ((1 << self.e) - 1)
-        frac = code & ((1 << m) - 1)
-        sig, exp = (frac, 1 - bias - m) if ef == 0 else ((1 << m) | frac, ef - bias - m)
-        v = sig * pow2(exp)
-        return -v if code & self.sign_bit else v
-
-    def negative(self, code):
-        return bool(code & self.sign_bit)
-
-    def quiet(self, code):
-        return code | self.quiet_bit if self.has_inf else code
-
-    def read(self, code, daz):
-        """The operand as the operation sees it: a subnormal is a signed zero under DAZ."""
-        if daz and self.kind(code) == "subnormal":
-            return code & self.sign_bit
-        return code
-
-    def neighbours(self, v: Fraction) -> tuple[Fraction, Fraction]:
-        """The two grid values around |v| (equal when |v| is on the grid), with
-        the grid continued above max by the same quantum."""
-        a = abs(v)
-        if a == 0:
-            return Fraction(0), Fraction(0)
-        q = pow2(max(floor_log2(a), self.emin) - self.m)
-        lo = (a // q) * q
-        return lo, (lo if lo == a else lo + q)
-
-
-SPEC = {name: Spec(name) for name in NAMES}
+def daz_read(spec: FormatSpec, code: int, daz: bool) -> int:
+    """The operand as the operation sees it: a subnormal is a signed zero under DAZ."""
+    if daz and spec.classify(code) == "subnormal":
+        return code & spec.sign_bit
+    return code
 
 
 @st.composite
@@ -156,7 +75,7 @@ def codes_of(draw, spec, n):
 @st.composite
 def setting(draw, n_operands=2, ftz_daz=True):
     name = draw(st.sampled_from(NAMES))
-    spec = SPEC[name]
+    spec = SPECS[name]
     mode = draw(st.sampled_from(MODES))
     ftz = draw(st.booleans()) if ftz_daz else False
     daz = draw(st.booleans()) if ftz_daz else False
@@ -166,8 +85,9 @@ def setting(draw, n_operands=2, ftz_daz=True):
 
 def call(func, spec, ctx, *codes):
     ctx.clear_flags()
-    r = func(*[spec.fmt.from_bits(c) if isinstance(c, int) else c for c in codes], ctx=ctx)
-    assert r.fmt is spec.fmt
+    fmt = FMT[spec.name]
+    r = func(*[fmt.from_bits(c) if isinstance(c, int) else c for c in codes], ctx=ctx)
+    assert r.fmt is fmt
     return r.bits, ctx.flags
 
 
@@ -221,7 +141,7 @@ def test_negating_an_operand_mirrors_the_product(s):
 def expected_identity(spec, ctx, x):
     """(bits, flags) of an operation that returns x exactly (x × 1, x + -0 for
     nonzero x): DAZ reads x, FTZ flushes a subnormal (tiny) result."""
-    kind = spec.kind(x)
+    kind = spec.classify(x)
     if kind == "snan":
         return spec.quiet(x), INVALID
     if kind == "qnan":
@@ -238,7 +158,7 @@ def expected_identity(spec, ctx, x):
 @given(setting(1))
 def test_times_one_is_identity(s):
     spec, ctx, (x,) = s
-    one = spec.fmt.round(1)
+    one = FMT[spec.name].round(1)
     want = expected_identity(spec, ctx, x)
     assert call(arith.mul, spec, ctx, x, one) == want, hex(x)
     assert call(arith.mul, spec, ctx, one, x) == want, hex(x)
@@ -251,9 +171,9 @@ def test_adding_a_zero(s):
     spec, ctx, (x,) = s
     rdn = ctx.rounding.value == "rdn"
     pz, nz = 0, spec.sign_bit
-    xr = spec.read(x, ctx.daz)
+    xr = daz_read(spec, x, ctx.daz)
     for zero in (pz, nz):
-        if spec.kind(xr) == "zero":
+        if spec.classify(xr) == "zero":
             # two zeros: same sign -> that sign, opposite -> +0 (rdn: -0)
             want = (xr if xr == zero else (nz if rdn else pz)), NO_FLAGS
         else:
@@ -265,8 +185,8 @@ def test_adding_a_zero(s):
 
 def test_signed_zero_sums_in_rne():
     for name in NAMES:
-        f = SPEC[name].fmt
-        sb = SPEC[name].sign_bit
+        f = FMT[name]
+        sb = SPECS[name].sign_bit
         assert arith.add(f.from_bits(sb), f.from_bits(0), rounding="rne").bits == 0
         assert arith.add(f.from_bits(sb), f.from_bits(sb), rounding="rne").bits == sb
         assert arith.add(f.from_bits(sb), f.from_bits(0), rounding="rdn").bits == sb
@@ -279,10 +199,10 @@ def test_fma_with_negative_zero_addend_is_mul(s):
     nz = spec.sign_bit
     got = call(arith.fma, spec, ctx, a, b, nz)
     want = call(arith.mul, spec, ctx, a, b)
-    ar, br = spec.read(a, ctx.daz), spec.read(b, ctx.daz)
-    exact_zero_product = (spec.kind(ar) == "zero" and spec.kind(br) not in ("inf", "qnan", "snan")
-                          or spec.kind(br) == "zero" and spec.kind(ar) not in (
-                              "inf", "qnan", "snan"))
+    ar, br = daz_read(spec, a, ctx.daz), daz_read(spec, b, ctx.daz)
+    not_finite = ("inf", "qnan", "snan")
+    exact_zero_product = (spec.classify(ar) == "zero" and spec.classify(br) not in not_finite
+                          or spec.classify(br) == "zero" and spec.classify(ar) not in not_finite)
     if exact_zero_product and ctx.rounding.value == "rdn" and want[0] == 0:
         want = (nz, want[1])  # +0 + -0 = -0 toward -inf
     assert got == want, (hex(a), hex(b))
@@ -293,10 +213,10 @@ def test_fma_with_negative_zero_addend_is_mul(s):
 @settings(max_examples=3 * EXAMPLES)
 @given(st.sampled_from(NAMES), st.data())
 def test_sqrt_brackets_the_exact_root(name, data):
-    spec = SPEC[name]
+    spec = SPECS[name]
     (x,) = data.draw(codes_of(spec, 1))
     x &= ~spec.sign_bit
-    assume(spec.kind(x) not in ("inf", "qnan", "snan"))
+    assume(spec.classify(x) not in ("inf", "qnan", "snan"))
     v = spec.value(x)
     d, fd = call(arith.sqrt, spec, fpsim.Context(rounding="rdn"), x)
     u, fu = call(arith.sqrt, spec, fpsim.Context(rounding="rup"), x)
@@ -323,18 +243,12 @@ def test_sqrt_brackets_the_exact_root(name, data):
 
 # -- remainder ---------------------------------------------------------------------------------
 
-def nearest_even(x: Fraction) -> int:
-    n = math.floor(x)
-    d = x - n
-    return n + (1 if d > Fraction(1, 2) or (d == Fraction(1, 2) and n % 2) else 0)
-
-
 @settings(max_examples=3 * EXAMPLES)
 @given(setting(2, ftz_daz=False))
 def test_remainder_is_exact(s):
     spec, ctx, (a, b) = s
-    assume(spec.kind(a) not in ("inf", "qnan", "snan"))
-    assume(spec.kind(b) not in ("inf", "qnan", "snan", "zero"))
+    assume(spec.classify(a) not in ("inf", "qnan", "snan"))
+    assume(spec.classify(b) not in ("inf", "qnan", "snan", "zero"))
     x, y = spec.value(a), spec.value(b)
     r = x - nearest_even(x / y) * y
     bits, flags = call(arith.remainder, spec, ctx, a, b)
@@ -346,18 +260,6 @@ def test_remainder_is_exact(s):
 
 # -- flags against the exact result ------------------------------------------------------------
 
-def exact_of(op, vals):
-    if op == "add":
-        return vals[0] + vals[1]
-    if op == "sub":
-        return vals[0] - vals[1]
-    if op == "mul":
-        return vals[0] * vals[1]
-    if op == "div":
-        return vals[0] / vals[1]
-    return vals[0] * vals[1] + vals[2]
-
-
 OPS = {"add": arith.add, "sub": arith.sub, "mul": arith.mul, "div": arith.div,
        "fma": arith.fma}
 
@@ -368,14 +270,14 @@ def test_flags_are_consistent_with_the_exact_result(op, s, tininess):
     spec, ctx, codes = s
     ctx.tininess = tininess
     codes = codes[:3 if op == "fma" else 2]
-    read = [spec.read(c, ctx.daz) for c in codes]
-    assume(all(spec.kind(c) not in ("inf", "qnan", "snan") for c in read))
-    assume(not (op == "div" and spec.kind(read[1]) == "zero"))
-    exact = exact_of(op, [spec.value(c) for c in read])
+    read = [daz_read(spec, c, ctx.daz) for c in codes]
+    assume(all(spec.classify(c) not in ("inf", "qnan", "snan") for c in read))
+    assume(not (op == "div" and spec.classify(read[1]) == "zero"))
+    exact = exact_result(op, [spec.value(c) for c in read])
     bits, flags = call(OPS[op], spec, ctx, *codes)
     assert INVALID not in flags and DIV0 not in flags
     mode = ctx.rounding.value
-    kind = spec.kind(bits)
+    kind = spec.classify(bits)
     if kind in ("inf", "qnan"):  # an overflow (E4M3: NaN)
         assert flags == OVERFLOW | INEXACT and abs(exact) > spec.max
         assert spec.negative(bits) == (exact < 0)

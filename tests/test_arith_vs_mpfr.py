@@ -31,7 +31,8 @@ the OCP FP8 spec:
 
 MPFR's NaN has no sign or payload, so NaN results are compared for NaN-ness
 only (payloads and signs are the subject of test_arith_flags_and_nans.py).
-Format parameters are written here from the definitions, not read from fpsim.
+Format parameters and the MPFR contexts come from tests/oracle.py (written
+from the definitions, not read from fpsim).
 """
 
 from __future__ import annotations
@@ -46,109 +47,31 @@ import pytest
 import fpsim
 from fpsim import arith
 
+from oracle import (
+    SPECS,
+    FormatSpec,
+    exact_result,
+    mpfr_emulating,
+    mpfr_fraction,
+    mpfr_unbounded,
+    overflows_to_infinity,
+    pow2,
+)
+
 Flag = fpsim.Flag
 NO_FLAGS = Flag(0)
 INEXACT, UNDERFLOW, OVERFLOW = Flag.INEXACT, Flag.UNDERFLOW, Flag.OVERFLOW
 INVALID, DIV0 = Flag.INVALID, Flag.DIVIDE_BY_ZERO
 
-# name -> (fpsim format, (exponent_bits, mantissa_bits, bias, has_inf))
-SPECS = {
-    "fp16": (fpsim.FP16, (5, 10, 15, True)),
-    "bf16": (fpsim.BF16, (8, 7, 127, True)),
-    "e5m2": (fpsim.E5M2, (5, 2, 15, True)),
-    "e4m3": (fpsim.E4M3, (4, 3, 7, False)),
-    "fp32": (fpsim.FP32, (8, 23, 127, True)),
-}
-NAMES = list(SPECS)
+NAMES = ["fp16", "bf16", "e5m2", "e4m3", "fp32"]
+FMT = {name: fpsim.format(name) for name in NAMES}
 MODES = ["rne", "rtz", "rup", "rdn"]
 OPS = ["add", "sub", "mul", "div", "fma", "sqrt"]
-GMPY_MODE = {
-    "rne": gmpy2.RoundToNearest,
-    "rtz": gmpy2.RoundToZero,
-    "rup": gmpy2.RoundUp,
-    "rdn": gmpy2.RoundDown,
-}
 
 
-def pow2(k: int) -> Fraction:
-    return Fraction(2) ** k
-
-
-def floor_log2(v: Fraction) -> int:
-    n, d = v.numerator, v.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(-e, 0)) < (d << max(e, 0)):
-        e -= 1
-    return e
-
-
-class Spec:
-    """A format described from its definition."""
-
-    def __init__(self, name):
-        self.name = name
-        self.fmt, (e, m, bias, has_inf) = SPECS[name]
-        self.e, self.m, self.bias, self.has_inf = e, m, bias, has_inf
-        self.p = m + 1
-        self.width = 1 + e + m
-        self.sign_bit = 1 << (e + m)
-        self.emin = 1 - bias
-        top = (1 << e) - 1
-        if has_inf:  # IEEE: the top exponent field is reserved
-            self.emax = top - 1 - bias
-            self.max_code = (top << m) - 1
-            self.max = (2 - pow2(-m)) * pow2(self.emax)
-        else:  # OCP E4M3: only S.1111.111 is NaN
-            self.emax = top - bias
-            self.max_code = (top << m) | ((1 << m) - 2)
-            self.max = (2 - pow2(1 - m)) * pow2(self.emax)
-        self.min_normal = pow2(self.emin)
-        self.min_sub = pow2(self.emin - m)
-
-    def decode(self, code: int) -> tuple[str, int, Fraction | None]:
-        e, m, bias = self.e, self.m, self.bias
-        sign = (code >> (e + m)) & 1
-        ef = (code >> m) & ((1 << e) - 1)
-        frac = code & ((1 << m) - 1)
-        top = (1 << e) - 1
-        if self.has_inf and ef == top:
-            return ("inf" if frac == 0 else "nan"), sign, None
-        if not self.has_inf and ef == top and frac == (1 << m) - 1:
-            return "nan", sign, None
-        sig, exp = (frac, 1 - bias - m) if ef == 0 else ((1 << m) | frac, ef - bias - m)
-        v = sig * pow2(exp)
-        return "finite", sign, (-v if sign else v)
-
-    def floor_code(self, v: Fraction) -> int:
-        """The code of the largest finite value <= v (v >= 0), clamped to max."""
-        if v >= self.max:
-            return self.max_code
-        if v < self.min_sub:
-            return 0
-        e = max(floor_log2(v), self.emin)
-        sig = int(v / pow2(e - self.m))  # floor: v > 0
-        if sig < (1 << self.m):  # subnormal
-            return sig
-        return ((e + self.bias) << self.m) | (sig - (1 << self.m))
-
-    def quieten(self, code: int) -> int:
-        """MPFR has no signaling NaNs: give every IEEE NaN its quiet bit."""
-        if self.has_inf and self.decode(code)[0] == "nan":
-            return code | (1 << (self.m - 1))
-        return code
-
-    def mpfr_bounded(self, mode):
-        return gmpy2.context(precision=self.p, subnormalize=True,
-                             emin=self.emin - self.p + 2, emax=gmpy2.get_emax_max(),
-                             round=GMPY_MODE[mode])
-
-    def mpfr_unbounded(self, mode):
-        return gmpy2.context(precision=self.p, subnormalize=False,
-                             emin=gmpy2.get_emin_min(), emax=gmpy2.get_emax_max(),
-                             round=GMPY_MODE[mode])
-
-
-SPEC = {name: Spec(name) for name in NAMES}
+def quieten(spec: FormatSpec, code: int) -> int:
+    """MPFR has no signaling NaNs: give every IEEE NaN its quiet bit."""
+    return spec.quiet(code) if spec.is_nan(code) else code
 
 
 def to_mpfr(kind: str, sign: int, value: Fraction | None):
@@ -161,27 +84,7 @@ def to_mpfr(kind: str, sign: int, value: Fraction | None):
     return gmpy2.mpfr(gmpy2.mpq(value.numerator, value.denominator), 64)  # exact
 
 
-def mpfr_value(r) -> Fraction:
-    n, d = r.as_integer_ratio()
-    return Fraction(int(n), int(d))
-
-
-def exact_result(op: str, vals: list[Fraction]) -> Fraction | None:
-    """The exact rational result of a finite operation (None for sqrt)."""
-    if op == "add":
-        return vals[0] + vals[1]
-    if op == "sub":
-        return vals[0] - vals[1]
-    if op == "mul":
-        return vals[0] * vals[1]
-    if op == "div":
-        return vals[0] / vals[1]
-    if op == "fma":
-        return vals[0] * vals[1] + vals[2]
-    return None
-
-
-def expected(spec: Spec, op: str, ops, mode: str, saturate: bool, contexts):
+def expected(spec: FormatSpec, op: str, ops, mode: str, saturate: bool, contexts):
     """(kind, sign, value, flags with tininess after, flags with tininess
     before) of ``op`` on the decoded operands ``ops``, from MPFR and the rules."""
     bounded, unbounded = contexts
@@ -216,14 +119,13 @@ def expected(spec: Spec, op: str, ops, mode: str, saturate: bool, contexts):
         return "finite", sign, Fraction(0), NO_FLAGS, NO_FLAGS
     vals = [d[2] for d in ops]
     exact = exact_result(op, vals)
-    ru = mpfr_value(getattr(unbounded, op)(*xs))
+    ru = mpfr_fraction(getattr(unbounded, op)(*xs))
     if abs(ru) > spec.max:
         flags = OVERFLOW | INEXACT
-        to_inf = mode == "rne" or (mode == "rup" and not sign) or (mode == "rdn" and sign)
-        if to_inf and not saturate:
+        if overflows_to_infinity(mode, bool(sign)) and not saturate:
             return ("inf" if spec.has_inf else "nan"), sign, None, flags, flags
         return "finite", sign, (-spec.max if sign else spec.max), flags, flags
-    value = mpfr_value(rb)
+    value = mpfr_fraction(rb)
     if op == "sqrt":
         differs = value * value != vals[0]
         tiny_before = 0 < vals[0] < spec.min_normal ** 2
@@ -244,7 +146,7 @@ def expected(spec: Spec, op: str, ops, mode: str, saturate: bool, contexts):
 class Gen:
     """Random operand codes for one format, aimed at the interesting regions."""
 
-    def __init__(self, spec: Spec, rng):
+    def __init__(self, spec: FormatSpec, rng):
         self.s, self.rng = spec, rng
 
     def pick(self, n):
@@ -254,7 +156,7 @@ class Gen:
         return self.s.sign_bit if self.rng.integers(2) else 0
 
     def any_code(self):
-        return self.s.quieten(int(self.rng.integers(0, 1 << self.s.width)))
+        return quieten(self.s, int(self.rng.integers(0, 1 << self.s.width)))
 
     def finite(self, lo_field=None, hi_field=None):
         """A finite code with exponent field in [lo_field, hi_field]."""
@@ -283,11 +185,6 @@ class Gen:
         c = min(max(c, 0), s.max_code)
         return c | (s.sign_bit if v < 0 else 0)
 
-    def value(self, code) -> Fraction:
-        kind, _, v = self.s.decode(code)
-        assert kind == "finite"
-        return v
-
     def scaled(self, v: Fraction, lo: int, hi: int) -> Fraction:
         """``v`` times a random factor in [2**lo, 2**hi)."""
         f = Fraction(int(self.rng.integers(1 << 20, 1 << 21)), 1 << 20)
@@ -314,13 +211,13 @@ class Gen:
         lo_bound = mn * (1 - pow2(-s.p))
         for _ in range(20):
             a = self.finite(1, None)
-            va = abs(self.value(a))
+            va = abs(self.s.value(a))
             c = [0, 1][self.pick(2)] if op == "fma" else 0
-            vc = self.value(c)
+            vc = self.s.value(c)
             center = s.floor_code(mn / va)
             hits = []
             for code in range(max(center - 64, 1), min(center + 64, s.max_code) + 1):
-                vb = self.value(code)
+                vb = self.s.value(code)
                 exact = va * vb + vc
                 if lo_bound <= exact < mn:
                     hits.append(code)
@@ -348,7 +245,7 @@ class Gen:
         if op == "sqrt":
             r = self.pick(6)
             if r == 0:  # exact squares and their neighbours
-                root = self.value(self.finite(s.bias // 2, s.bias + s.emax // 2))
+                root = self.s.value(self.finite(s.bias // 2, s.bias + s.emax // 2))
                 return (self.near(root * root, spread=1) & ~s.sign_bit,)
             if r == 1:
                 return (self.tiny() & ~s.sign_bit,)
@@ -361,7 +258,7 @@ class Gen:
         if self.pick(2):  # half the cases are generic
             return (a, b, self.random_operand()) if op == "fma" else (a, b)
         a = self.finite()
-        va = self.value(a)
+        va = self.s.value(a)
         if va == 0:
             va = s.min_sub
         r = self.pick(4)
@@ -388,11 +285,11 @@ class Gen:
             return a, self.near(sb * self.scaled(va / target, -1, 1))
         # fma
         b = self.finite()
-        vb = self.value(b)
+        vb = self.s.value(b)
         if r == 0:  # c cancels the product (exactly or nearly)
             if self.pick(2):  # b a power of two: the product is often exact
                 b = self.near(pow2(int(self.rng.integers(-3, 4))), spread=0)
-                vb = self.value(b)
+                vb = self.s.value(b)
             c = self.near(-va * vb, spread=2)
         elif r == 1:  # the product near max, c pushes across it
             b = self.near(self.scaled(s.max / va, -1, 1) * (1 if self.pick(2) else -1))
@@ -409,9 +306,9 @@ class Gen:
 
 
 def make_cases(name: str, op: str, seed: int, n: int):
-    spec = SPEC[name]
+    spec = SPECS[name]
     if op == "sqrt" and spec.width <= 8:  # every operand
-        return sorted({(spec.quieten(c),) for c in range(1 << spec.width)})
+        return sorted({(quieten(spec, c),) for c in range(1 << spec.width)})
     gen = Gen(spec, np.random.default_rng(seed))
     cases = {gen.case(op) for _ in range(n)}
     # every combination of specials: inf - inf, 0 × inf, 0/0, inf/inf, x/0, ...
@@ -434,10 +331,10 @@ FUNCS = {"add": arith.add, "sub": arith.sub, "mul": arith.mul, "div": arith.div,
 
 
 def check(name: str, op: str, mode: str, saturate: bool, cases) -> int:
-    spec = SPEC[name]
-    fmt = spec.fmt
+    spec = SPECS[name]
+    fmt = FMT[name]
     func = FUNCS[op]
-    contexts = (spec.mpfr_bounded(mode), spec.mpfr_unbounded(mode))
+    contexts = (mpfr_emulating(spec, mode), mpfr_unbounded(spec, mode))
     ctx_after = fpsim.Context(rounding=mode, saturate=saturate)
     ctx_before = fpsim.Context(rounding=mode, saturate=saturate, tininess="before")
     bad = []
@@ -466,31 +363,31 @@ CASES_PER_TEST = {"fp32": 500, "fp16": 500, "bf16": 500, "e5m2": 400, "e4m3": 40
 
 def test_mpfr_emulation_reproduces_hand_derived_results():
     """The oracle's set-up, checked against values derived from the definitions."""
-    s = SPEC["fp16"]
-    b, u = s.mpfr_bounded("rne"), s.mpfr_unbounded("rne")
+    s = SPECS["fp16"]
+    b, u = mpfr_emulating(s, "rne"), mpfr_unbounded(s, "rne")
     one, tiny = gmpy2.mpfr(1), gmpy2.mpfr(gmpy2.mpq(1, 2**24), 64)
-    assert mpfr_value(b.add(one, tiny)) == 1  # 1 + 2**-24: below half an ulp (2**-11)
+    assert mpfr_fraction(b.add(one, tiny)) == 1  # 1 + 2**-24: below half an ulp (2**-11)
     # 2**-24 × 2**-1 is half the smallest subnormal: a tie, to even (zero)
-    assert mpfr_value(b.mul(tiny, gmpy2.mpfr(0.5))) == 0
-    assert mpfr_value(u.mul(tiny, gmpy2.mpfr(0.5))) == Fraction(1, 2**25)
+    assert mpfr_fraction(b.mul(tiny, gmpy2.mpfr(0.5))) == 0
+    assert mpfr_fraction(u.mul(tiny, gmpy2.mpfr(0.5))) == Fraction(1, 2**25)
     # 3 × 2**-25 lies between 2**-24 and 2 × 2**-24, a tie: to even (2 × 2**-24)
-    assert mpfr_value(b.mul(tiny, gmpy2.mpfr(1.5))) == Fraction(2, 2**24)
+    assert mpfr_fraction(b.mul(tiny, gmpy2.mpfr(1.5))) == Fraction(2, 2**24)
     # 65504 + 16 = 65520 is halfway to 65536: even is 65536 (2**16), above max
-    assert mpfr_value(u.add(gmpy2.mpfr(65504), gmpy2.mpfr(16))) == 65536
+    assert mpfr_fraction(u.add(gmpy2.mpfr(65504), gmpy2.mpfr(16))) == 65536
     assert (s.max, s.min_sub, s.min_normal) == (65504, pow2(-24), pow2(-14))
-    e4m3 = SPEC["e4m3"]
+    e4m3 = SPECS["e4m3"]
     assert (e4m3.max, e4m3.max_code, e4m3.min_sub) == (448, 0x7E, pow2(-9))
-    assert SPEC["e5m2"].max == 57344 and SPEC["bf16"].emax == 127
+    assert SPECS["e5m2"].max == 57344 and SPECS["bf16"].emax == 127
     # sqrt(2) in FP16 (rne): 0x3DA8, fraction field 0x1A8 = 424, value
     # 1448/1024 = 1.4140625; 1.4140625**2 < 2 < 1.4150390625**2 and
     # 2 - 1.4140625**2 = 0.000427... < 1.4150390625**2 - 2 = 0.002335...
-    r = mpfr_value(b.sqrt(gmpy2.mpfr(2)))
+    r = mpfr_fraction(b.sqrt(gmpy2.mpfr(2)))
     assert r == Fraction(1024 + 0x1A8, 1024) and r * r < 2 < (r + pow2(-10)) ** 2
 
 
 def test_floor_code_matches_decode():
     for name in ("fp16", "e4m3", "e5m2", "bf16"):
-        spec = SPEC[name]
+        spec = SPECS[name]
         for code in range(0, spec.max_code + 1, 7):
             v = spec.decode(code)[2]
             assert spec.floor_code(v) == code
@@ -531,13 +428,13 @@ def test_case_generator_reaches_every_region():
     subnormal results, division by zero and invalid operations."""
     seen = {}
     for name in NAMES:
-        spec = SPEC[name]
+        fmt = FMT[name]
         for op in OPS:
             cases = make_cases(name, op, 7, CASES_PER_TEST[name])
             ctx = fpsim.Context()
             kinds = set()
             for codes in cases:
-                args = [spec.fmt.from_bits(c) for c in codes]
+                args = [fmt.from_bits(c) for c in codes]
                 ctx.clear_flags()
                 r = FUNCS[op](*args, ctx=ctx)
                 kinds |= {f for f in Flag if f in ctx.flags}
@@ -549,7 +446,7 @@ def test_case_generator_reaches_every_region():
     for name in NAMES:
         # Without infinities (E4M3) there is no inf - inf and no 0 × inf, and
         # no signaling NaNs are used: sums and products are never invalid there.
-        inf_invalid = {INVALID} if SPEC[name].has_inf else set()
+        inf_invalid = {INVALID} if SPECS[name].has_inf else set()
         # A tiny sum is exact (it lies on the subnormal grid): no UNDERFLOW
         for op in ("add", "sub"):
             want = {OVERFLOW, "zero from nonzero", "subnormal"} | inf_invalid

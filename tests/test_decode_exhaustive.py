@@ -5,9 +5,10 @@ Oracles, none of them fpsim:
 
 * ml_dtypes / numpy: an array of every code viewed as the ml_dtypes dtype and
   cast to float64 (exact: every value of these formats is a float64);
-* a field decoder written here from the format definitions (sign, biased
-  exponent, fraction; IEEE / OCP "fn" / "fnuz" special-code rules), used to
-  cross-check ml_dtypes itself and to derive quiet / signaling NaN codes;
+* the field decoder of tests/oracle.py, written from the format definitions
+  (sign, biased exponent, fraction; IEEE / OCP "fn" / "fnuz" special-code
+  rules), used to cross-check ml_dtypes itself and to derive quiet /
+  signaling NaN codes;
 * for TF32, the hand-derived relation "a TF32 code is the FP32 code with the
   13 low fraction bits dropped", evaluated with numpy float32.
 """
@@ -23,41 +24,15 @@ import pytest
 
 import fpsim
 
-# name -> (fpsim format, ml_dtypes dtype, (exponent_bits, mantissa_bits, bias, specials))
-# The spec tuples are written from the format definitions (IEEE 754 binary16,
-# bfloat16, OCP FP8 E4M3/E5M2, the AMD/Graphcore "fnuz" FP8 variants), not
-# read from fpsim.
-SPECS = {
-    "fp16": (fpsim.FP16, np.float16, (5, 10, 15, "ieee")),
-    "bf16": (fpsim.BF16, ml_dtypes.bfloat16, (8, 7, 127, "ieee")),
-    "e4m3": (fpsim.E4M3, ml_dtypes.float8_e4m3fn, (4, 3, 7, "fn")),
-    "e5m2": (fpsim.E5M2, ml_dtypes.float8_e5m2, (5, 2, 15, "ieee")),
-    "e4m3fnuz": (fpsim.E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, (4, 3, 8, "fnuz")),
-    "e5m2fnuz": (fpsim.E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, (5, 2, 16, "fnuz")),
-}
+from oracle import DTYPES, spec_of
+
+# name -> (fpsim format, ml_dtypes dtype, the oracle's spec of the format).
+# The specs are written from the format definitions (IEEE 754 binary16,
+# bfloat16, OCP FP8 E4M3/E5M2, the AMD/Graphcore "fnuz" FP8 variants) in
+# tests/oracle.py, not read from fpsim.
+SPECS = {name: (fpsim.format(name), dtype, spec_of(name)) for name, dtype in DTYPES.items()}
 
 E8M0 = fpsim.Format("e8m0", 8, 0, 127, specials="fn", subnormals=False, signed=False)
-
-
-def decode(code: int, e: int, m: int, bias: int, specials: str, signed: bool = True,
-           subnormals: bool = True) -> tuple[str, int, Fraction | None]:
-    """(kind, sign, magnitude) of ``code`` from the bit fields alone."""
-    sign = (code >> (e + m)) & 1 if signed else 0
-    ef = (code >> m) & ((1 << e) - 1)
-    frac = code & ((1 << m) - 1)
-    top = (1 << e) - 1
-    if specials == "ieee" and ef == top:
-        return ("inf", sign, None) if frac == 0 else ("nan", sign, None)
-    if specials == "fn" and ef == top and frac == (1 << m) - 1:
-        return ("nan", sign, None)
-    if specials == "fnuz" and sign == 1 and ef == 0 and frac == 0:
-        return ("nan", sign, None)
-    if ef == 0 and subnormals:
-        sig, exp = frac, 1 - bias - m
-    else:
-        sig, exp = (1 << m) | frac, ef - bias - m
-    mag = Fraction(sig) * (Fraction(2) ** exp)
-    return ("zero" if sig == 0 else "finite", sign, mag)
 
 
 def all_codes_as_float64(dtype, width: int) -> np.ndarray:
@@ -88,20 +63,20 @@ def check_code_against_reference(f: fpsim.Float, ref: float) -> None:
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_format_limits_match_the_definition(name):
-    fmt, dtype, (e, m, bias, specials) = SPECS[name]
+    fmt, dtype, spec = SPECS[name]
     fi = ml_dtypes.finfo(dtype)
-    assert (fmt.exponent_bits, fmt.mantissa_bits, fmt.bias) == (e, m, bias)
+    assert (fmt.exponent_bits, fmt.mantissa_bits, fmt.bias) == (spec.e, spec.m, spec.bias)
     assert fmt.max == Fraction(float(fi.max))
     assert fmt.min_normal == Fraction(float(fi.smallest_normal))
     assert fmt.min_subnormal == Fraction(float(fi.smallest_subnormal))
     assert fmt.eps == Fraction(float(fi.eps))
-    assert fmt.has_inf == (specials == "ieee")
+    assert fmt.has_inf == (spec.specials == "ieee")
 
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_code_decodes_to_the_ml_dtypes_value(name):
     fmt, dtype, spec = SPECS[name]
-    width = 1 + spec[0] + spec[1]
+    width = 1 + spec.e + spec.m
     assert fmt.width == width
     refs = all_codes_as_float64(dtype, width)
     for code, ref in enumerate(refs.tolist()):
@@ -110,24 +85,24 @@ def test_every_code_decodes_to_the_ml_dtypes_value(name):
         check_code_against_reference(f, ref)
         # The hand-written field decoder agrees with ml_dtypes, and with the
         # classification properties.
-        kind, sign, mag = decode(code, *spec)
+        kind, sign, value = spec.decode(code)
         if kind == "nan":
             assert math.isnan(ref)
             continue
         if kind == "inf":
             assert ref == (-math.inf if sign else math.inf)
             continue
-        assert Fraction(ref) == (-mag if sign else mag)
+        assert Fraction(ref) == value
         assert math.copysign(1.0, ref) == (-1.0 if sign else 1.0)
-        assert f.is_zero == (kind == "zero")
-        ef = (code >> spec[1]) & ((1 << spec[0]) - 1)
-        assert f.is_subnormal == (ef == 0 and kind != "zero")
+        assert f.is_zero == (value == 0)
+        ef = (code >> spec.m) & ((1 << spec.e) - 1)
+        assert f.is_subnormal == (ef == 0 and value != 0)
 
 
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_non_nan_code_rerounds_to_itself_without_flags(name):
     fmt, dtype, spec = SPECS[name]
-    width = 1 + spec[0] + spec[1]
+    width = 1 + spec.e + spec.m
     refs = all_codes_as_float64(dtype, width)
     ctx = fpsim.Context()
     for code, ref in enumerate(refs.tolist()):
@@ -146,11 +121,11 @@ def test_every_non_nan_code_rerounds_to_itself_without_flags(name):
 @pytest.mark.parametrize("name", list(SPECS))
 def test_quiet_nans_reround_to_themselves_and_signaling_nans_are_quieted(name):
     fmt, dtype, spec = SPECS[name]
-    e, m, bias, specials = spec
+    e, m, specials = spec.e, spec.m, spec.specials
     width = 1 + e + m
     n_quiet = n_signaling = 0
     for code in range(1 << width):
-        kind, sign, _ = decode(code, *spec)
+        kind, sign, _ = spec.decode(code)
         if kind != "nan":
             continue
         f = fmt.from_bits(code)
@@ -188,7 +163,7 @@ def test_e8m0_every_code_decodes_like_ml_dtypes_float8_e8m0fnu():
     for code, ref in enumerate(refs.tolist()):
         f = E8M0.from_bits(code)
         check_code_against_reference(f, ref)
-        kind, _, mag = decode(code, 8, 0, 127, "fn", signed=False, subnormals=False)
+        kind, _, mag = spec_of("e8m0").decode(code)  # unsigned: the magnitude
         if code == 0xFF:
             assert kind == "nan" and math.isnan(ref)
             continue

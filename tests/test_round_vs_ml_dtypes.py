@@ -3,7 +3,8 @@ numpy / ml_dtypes ``astype``.
 
 The oracle is ml_dtypes' (and numpy's, for float16) array cast, compared on
 bit patterns; NaN results are compared by NaN-ness only.  Exact midpoints are
-built here from a field decoder written from the format definitions.
+built from the field decoder of tests/oracle.py, written from the format
+definitions.
 
 ml_dtypes 0.6 double-rounds float64 -> bfloat16 and float64 -> every float8
 type (it casts through float32 first); this is detected empirically below
@@ -27,65 +28,28 @@ import pytest
 
 import fpsim
 
-# name -> (fpsim format, dtype, (exponent_bits, mantissa_bits, bias, specials)),
-# the spec written from the format definitions, not read from fpsim.
-SPECS = {
-    "fp16": (fpsim.FP16, np.float16, (5, 10, 15, "ieee")),
-    "bf16": (fpsim.BF16, ml_dtypes.bfloat16, (8, 7, 127, "ieee")),
-    "e4m3": (fpsim.E4M3, ml_dtypes.float8_e4m3fn, (4, 3, 7, "fn")),
-    "e5m2": (fpsim.E5M2, ml_dtypes.float8_e5m2, (5, 2, 15, "ieee")),
-    "e4m3fnuz": (fpsim.E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, (4, 3, 8, "fnuz")),
-    "e5m2fnuz": (fpsim.E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, (5, 2, 16, "fnuz")),
-}
+from oracle import DTYPES, FormatSpec, floor_log2, pow2, spec_of
+
+# name -> (fpsim format, dtype, the oracle's spec of the format: written from
+# the definitions, not read from fpsim)
+SPECS = {name: (fpsim.format(name), dtype, spec_of(name)) for name, dtype in DTYPES.items()}
 NAMES = list(SPECS)
 
 
-# -- an independent description of each format --------------------------------
-
-def decode(code: int, e: int, m: int, bias: int, specials: str) -> Fraction | None:
-    """The value of ``code`` from its bit fields (None for NaN and infinity)."""
-    sign = (code >> (e + m)) & 1
-    ef = (code >> m) & ((1 << e) - 1)
-    frac = code & ((1 << m) - 1)
-    top = (1 << e) - 1
-    if specials == "ieee" and ef == top:
-        return None
-    if specials == "fn" and ef == top and frac == (1 << m) - 1:
-        return None
-    if specials == "fnuz" and sign and ef == 0 and frac == 0:
-        return None
-    sig, exp = (frac, 1 - bias - m) if ef == 0 else ((1 << m) | frac, ef - bias - m)
-    v = Fraction(sig) * Fraction(2) ** exp
-    return -v if sign else v
-
-
-def floor_log2(v: Fraction) -> int:
-    """floor(log2(v)) for v > 0, exactly."""
-    n, d = v.numerator, v.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(-e, 0)) < (d << max(e, 0)):
-        e -= 1
-    return e
-
-
 class Grid:
-    """The positive finite values of a format, sorted, and derived limits."""
+    """The non-negative finite values of a format, sorted, and derived limits."""
 
-    def __init__(self, spec):
-        e, m, bias, specials = spec
+    def __init__(self, spec: FormatSpec):
         self.spec = spec
-        self.m = m
-        self.emin = 1 - bias
-        width = 1 + e + m
-        vals = {decode(c, *spec) for c in range(1 << (width - 1))}
-        vals.discard(None)
-        self.values = sorted(vals)
+        self.m = spec.m
+        self.emin = spec.emin
+        self.values = list(spec.finite_values())
         assert self.values[0] == 0
         self.max = self.values[-1]
         self.min_sub = self.values[1]
-        self.min_normal = Fraction(2) ** self.emin
+        self.min_normal = pow2(self.emin)
         # the next value above max with an unbounded exponent range
-        self.beyond_max = self.max + Fraction(2) ** (floor_log2(self.max) - m)
+        self.beyond_max = self.max + pow2(floor_log2(self.max) - self.m)
 
     def is_midpoint(self, x: float) -> bool:
         """Whether |x| lies exactly halfway between two adjacent values of the
@@ -93,8 +57,7 @@ class Grid:
         if x == 0 or not math.isfinite(x):
             return False
         v = abs(Fraction(x))
-        q = max(floor_log2(v), self.emin) - self.m
-        t = v / Fraction(2) ** (q - 1)
+        t = v / pow2(self.spec.quantum(v) - 1)
         return t.denominator == 1 and t.numerator % 2 == 1
 
 
@@ -330,13 +293,13 @@ def test_signed_zeros_infinities_and_nans_match_ml_dtypes(name, src):
         r = fmt.round(x)
         if math.isnan(x):
             assert r.is_nan
-        elif math.isinf(x) and spec[3] != "ieee":
+        elif math.isinf(x) and not spec.has_inf:
             assert r.is_nan  # no infinity, not saturating: NaN
         else:
             assert r.bits == rb
             if x == 0:
                 assert r.is_zero
-                neg_zero_exists = spec[3] != "fnuz"
+                neg_zero_exists = spec.has_neg_zero
                 assert (r.bits != 0) == (neg_zero_exists and math.copysign(1, x) < 0)
 
 

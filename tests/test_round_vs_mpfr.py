@@ -18,7 +18,8 @@ overflow rule is then applied here from IEEE 754 §7.4 / OCP FP8:
   rounded to ``p`` bits with unbounded exponent range is below min_normal, or
   (before rounding) the exact ``|x|`` is below min_normal.
 
-Format parameters are written here from the definitions, not read from fpsim.
+Format parameters and the MPFR contexts come from tests/oracle.py (written
+from the definitions, not read from fpsim).
 """
 
 from __future__ import annotations
@@ -33,83 +34,22 @@ import pytest
 
 import fpsim
 
+from oracle import (
+    SPECS,
+    FormatSpec,
+    floor_log2,
+    mpfr_emulating,
+    mpfr_fraction,
+    mpfr_unbounded,
+    overflows_to_infinity,
+    pow2,
+)
+
 Flag = fpsim.Flag
 
-# name -> (fpsim format, (exponent_bits, mantissa_bits, bias, has_inf))
-SPECS = {
-    "fp16": (fpsim.FP16, (5, 10, 15, True)),
-    "bf16": (fpsim.BF16, (8, 7, 127, True)),
-    "e4m3": (fpsim.E4M3, (4, 3, 7, False)),
-    "e5m2": (fpsim.E5M2, (5, 2, 15, True)),
-    "fp32": (fpsim.FP32, (8, 23, 127, True)),
-    "tf32": (fpsim.TF32, (8, 10, 127, True)),
-}
-NAMES = list(SPECS)
+NAMES = ["fp16", "bf16", "e4m3", "e5m2", "fp32", "tf32"]
+FMT = {name: fpsim.format(name) for name in NAMES}
 MODES = ["rne", "rtz", "rup", "rdn"]
-GMPY_MODE = {
-    "rne": gmpy2.RoundToNearest,
-    "rtz": gmpy2.RoundToZero,
-    "rup": gmpy2.RoundUp,
-    "rdn": gmpy2.RoundDown,
-}
-
-
-def pow2(k: int) -> Fraction:
-    return Fraction(2) ** k
-
-
-def floor_log2(v: Fraction) -> int:
-    n, d = v.numerator, v.denominator
-    e = n.bit_length() - d.bit_length()
-    if (n << max(-e, 0)) < (d << max(e, 0)):
-        e -= 1
-    return e
-
-
-class Spec:
-    """A format described from its definition."""
-
-    def __init__(self, name):
-        self.fmt, (e, m, bias, has_inf) = SPECS[name]
-        self.e, self.m, self.bias, self.has_inf = e, m, bias, has_inf
-        self.p = m + 1
-        self.emin = 1 - bias
-        if has_inf:  # IEEE: the top exponent field is reserved
-            self.emax = (1 << e) - 2 - bias
-            self.max = (2 - pow2(-m)) * pow2(self.emax)
-        else:  # OCP E4M3: only S.1111.111 is NaN
-            self.emax = (1 << e) - 1 - bias
-            self.max = (2 - pow2(1 - m)) * pow2(self.emax)
-        self.min_normal = pow2(self.emin)
-        self.min_sub = pow2(self.emin - m)
-        self.ulp_at_max = pow2(self.emax - m)
-
-    def decode(self, code: int) -> tuple[str, int, Fraction | None]:
-        e, m, bias = self.e, self.m, self.bias
-        sign = (code >> (e + m)) & 1
-        ef = (code >> m) & ((1 << e) - 1)
-        frac = code & ((1 << m) - 1)
-        top = (1 << e) - 1
-        if self.has_inf and ef == top:
-            return ("inf" if frac == 0 else "nan"), sign, None
-        if not self.has_inf and ef == top and frac == (1 << m) - 1:
-            return "nan", sign, None
-        sig, exp = (frac, 1 - bias - m) if ef == 0 else ((1 << m) | frac, ef - bias - m)
-        v = sig * pow2(exp)
-        return "finite", sign, (-v if sign else v)
-
-    def mpfr_bounded(self, mode):
-        return gmpy2.context(precision=self.p, subnormalize=True,
-                             emin=self.emin - self.p + 2, emax=self.emax + 10,
-                             round=GMPY_MODE[mode])
-
-    def mpfr_unbounded(self, mode):
-        return gmpy2.context(precision=self.p, subnormalize=False,
-                             emin=gmpy2.get_emin_min(), emax=gmpy2.get_emax_max(),
-                             round=GMPY_MODE[mode])
-
-
-SPEC = {name: Spec(name) for name in NAMES}
 
 
 def mpfr_round(x: Fraction, ctx) -> tuple[Fraction, int]:
@@ -117,23 +57,21 @@ def mpfr_round(x: Fraction, ctx) -> tuple[Fraction, int]:
     with gmpy2.context(ctx):
         r = gmpy2.mpfr(gmpy2.mpq(x.numerator, x.denominator))
     assert gmpy2.is_finite(r), (x, r)
-    n, d = r.as_integer_ratio()
-    return Fraction(int(n), int(d)), int(gmpy2.is_signed(r))
+    return mpfr_fraction(r), int(gmpy2.is_signed(r))
 
 
-def expected(spec: Spec, x: Fraction, mode: str, saturate: bool):
+def expected(spec: FormatSpec, x: Fraction, mode: str, saturate: bool):
     """(kind, sign, value, flags after, flags before) from MPFR plus the rules."""
     assert x != 0
     sign = int(x < 0)
-    unbounded, _ = mpfr_round(x, spec.mpfr_unbounded(mode))
+    unbounded, _ = mpfr_round(x, mpfr_unbounded(spec, mode))
     if abs(unbounded) > spec.max:
-        to_inf = mode == "rne" or (mode == "rup" and not sign) or (mode == "rdn" and sign)
         flags = Flag.OVERFLOW | Flag.INEXACT
-        if to_inf and not saturate:
+        if overflows_to_infinity(mode, bool(sign)) and not saturate:
             return ("inf" if spec.has_inf else "nan"), sign, None, flags, flags
         v = -spec.max if sign else spec.max
         return "finite", sign, v, flags, flags
-    bounded, bsign = mpfr_round(x, spec.mpfr_bounded(mode))
+    bounded, bsign = mpfr_round(x, mpfr_emulating(spec, mode))
     # no overflow: MPFR's subnormalized result is the result
     assert abs(bounded) <= spec.max and bsign == sign
     inexact = bounded != x
@@ -149,7 +87,7 @@ def rand_int(rng, bits: int) -> int:
     return int.from_bytes(rng.bytes((bits + 7) // 8), "little") >> (-bits % 8)
 
 
-def random_rationals(rng, spec: Spec, n: int) -> list[Fraction]:
+def random_rationals(rng, spec: FormatSpec, n: int) -> list[Fraction]:
     """Random rationals with random binary exponents from below min_subnormal/2
     to beyond max, and random sign."""
     out = []
@@ -163,7 +101,7 @@ def random_rationals(rng, spec: Spec, n: int) -> list[Fraction]:
     return out
 
 
-def random_values_of_format(rng, spec: Spec, n: int) -> list[tuple[Fraction, Fraction]]:
+def random_values_of_format(rng, spec: FormatSpec, n: int) -> list[tuple[Fraction, Fraction]]:
     """Random pairs of adjacent positive finite values (a, next above a),
     including the pair (max, max + ulp) above which lies overflow."""
     width = 1 + spec.e + spec.m
@@ -185,7 +123,7 @@ def random_values_of_format(rng, spec: Spec, n: int) -> list[tuple[Fraction, Fra
     return pairs
 
 
-def ties_and_neighbours(rng, spec: Spec, n: int) -> list[Fraction]:
+def ties_and_neighbours(rng, spec: FormatSpec, n: int) -> list[Fraction]:
     """Exact values, exact midpoints and both, nudged by a tiny rational."""
     out = []
     for a, b in random_values_of_format(rng, spec, n):
@@ -197,7 +135,7 @@ def ties_and_neighbours(rng, spec: Spec, n: int) -> list[Fraction]:
     return out
 
 
-def special_region_values(spec: Spec) -> list[Fraction]:
+def special_region_values(spec: FormatSpec) -> list[Fraction]:
     mn, ms, mx = spec.min_normal, spec.min_sub, spec.max
     eps = pow2(-spec.p - 30)
     vals = [
@@ -216,7 +154,7 @@ def special_region_values(spec: Spec) -> list[Fraction]:
     return [s * v for v in vals for s in (1, -1)]
 
 
-def decimal_strings(rng, spec: Spec, n: int) -> list[str]:
+def decimal_strings(rng, spec: FormatSpec, n: int) -> list[str]:
     """Random long decimal strings, and the exact decimal expansions of
     midpoints with a 1 appended far to the right (just above the tie) or
     with a tiny decimal subtracted (just below)."""
@@ -243,7 +181,7 @@ def decimal_strings(rng, spec: Spec, n: int) -> list[str]:
     return out
 
 
-def random_float64(rng, spec: Spec, n: int) -> list[float]:
+def random_float64(rng, spec: FormatSpec, n: int) -> list[float]:
     lo = max(spec.emin - spec.m - 3, -1074)
     hi = spec.emax + 3
     sign = rng.choice([-1.0, 1.0], n)
@@ -272,7 +210,7 @@ OTHER_SPELLINGS = [
 
 def all_inputs(name: str, seed: int, scale: int = 1):
     """(input given to fpsim, exact value) pairs."""
-    spec = SPEC[name]
+    spec = SPECS[name]
     rng = np.random.default_rng(seed)
     items = [(v, v) for v in random_rationals(rng, spec, 1500 * scale)]
     items += [(v, v) for v in ties_and_neighbours(rng, spec, 150 * scale)]
@@ -287,8 +225,8 @@ def all_inputs(name: str, seed: int, scale: int = 1):
 # -- checks ------------------------------------------------------------------------------
 
 def check(name: str, mode: str, saturate: bool, items) -> int:
-    spec = SPEC[name]
-    fmt = spec.fmt
+    spec = SPECS[name]
+    fmt = FMT[name]
     ctx_after = fpsim.Context(rounding=mode, saturate=saturate)
     ctx_before = fpsim.Context(rounding=mode, saturate=saturate, tininess="before")
     bad = []
@@ -314,15 +252,15 @@ def check(name: str, mode: str, saturate: bool, items) -> int:
 
 def test_mpfr_emulation_reproduces_known_fp16_results():
     # Sanity of the oracle set-up (values from the IEEE binary16 definition).
-    s = SPEC["fp16"]
-    assert mpfr_round(Fraction(1, 100000), s.mpfr_bounded("rne"))[0] == Fraction(168, 2**24)
-    assert mpfr_round(Fraction(1, 2**25), s.mpfr_bounded("rne"))[0] == 0
-    assert mpfr_round(Fraction(3, 2**25), s.mpfr_bounded("rne"))[0] == Fraction(2, 2**24)
-    assert mpfr_round(Fraction(1, 2**25), s.mpfr_bounded("rup"))[0] == Fraction(1, 2**24)
-    assert mpfr_round(Fraction(65520), s.mpfr_unbounded("rne"))[0] == 65536
-    assert mpfr_round(Fraction(3, 2**26), s.mpfr_unbounded("rne"))[0] == Fraction(3, 2**26)
+    s = SPECS["fp16"]
+    assert mpfr_round(Fraction(1, 100000), mpfr_emulating(s, "rne"))[0] == Fraction(168, 2**24)
+    assert mpfr_round(Fraction(1, 2**25), mpfr_emulating(s, "rne"))[0] == 0
+    assert mpfr_round(Fraction(3, 2**25), mpfr_emulating(s, "rne"))[0] == Fraction(2, 2**24)
+    assert mpfr_round(Fraction(1, 2**25), mpfr_emulating(s, "rup"))[0] == Fraction(1, 2**24)
+    assert mpfr_round(Fraction(65520), mpfr_unbounded(s, "rne"))[0] == 65536
+    assert mpfr_round(Fraction(3, 2**26), mpfr_unbounded(s, "rne"))[0] == Fraction(3, 2**26)
     assert (s.max, s.min_sub) == (65504, Fraction(1, 2**24))
-    assert SPEC["e4m3"].max == 448 and SPEC["bf16"].emax == 127
+    assert SPECS["e4m3"].max == 448 and SPECS["bf16"].emax == 127
 
 
 @pytest.mark.parametrize("saturate", [False, True], ids=["nonsat", "sat"])
@@ -346,7 +284,7 @@ def test_rounding_and_flags_match_mpfr_large_sample(name, mode, saturate):
 @pytest.mark.parametrize("name", NAMES)
 def test_long_decimal_strings_round_like_their_exact_value(name, mode):
     # The documented example and its neighbours, for every mode.
-    spec = SPEC[name]
+    spec = SPECS[name]
     one_plus_half_ulp = Fraction(1) + pow2(-spec.p)
     with localcontext() as dctx:
         dctx.prec = 200
@@ -361,12 +299,12 @@ def test_long_decimal_strings_round_like_their_exact_value(name, mode):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_zeros_round_to_zeros_of_their_sign_without_flags(name):
-    fmt = SPEC[name].fmt
+    fmt = FMT[name]
     for mode in MODES:
         for given, neg in ((0, False), (0.0, False), (-0.0, True), (Fraction(0), False),
                            ("-0", True), ("0e-400", False), (Decimal("-0.000"), True)):
             ctx = fpsim.Context(rounding=mode)
             r = fmt.round(given, ctx)
-            kind, sign, value = SPEC[name].decode(r.bits)
+            kind, sign, value = SPECS[name].decode(r.bits)
             assert (kind, sign, value) == ("finite", int(neg), 0), (given, mode, hex(r.bits))
             assert ctx.flags == Flag(0)
