@@ -187,6 +187,14 @@ def _binary(op: str, a: Float, b: Float, ctx: Context | None, overrides: dict[st
     return fmt, env, da, db
 
 
+def _unary(op: str, a: Float, ctx: Context | None, overrides: dict[str, Any]
+           ) -> tuple[Format, _Env, tuple[int, bool, int, int]]:
+    """The prologue of a one-operand operation (see :func:`_binary`)."""
+    fmt = _same_format(op, a)
+    env = _env(ctx, overrides)
+    return fmt, env, _unpack(a, env[1][3])
+
+
 def _finish(env: _Env, fmt: Format, negative: bool, num: int, den: int, exp: int,
             extra_flags: int = 0) -> Float:
     """Round the exact result once and deliver it."""
@@ -367,9 +375,7 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     >>> sqrt(FP16.round(-0.0)), sqrt(FP16.round(-1)).is_nan
     (Float(fp16, 0x8000, -0), True)
     """
-    fmt = _same_format("sqrt", a)
-    env = _env(ctx, overrides)
-    ca, na, sa, ea = _unpack(a, env[1][3])
+    fmt, env, (ca, na, sa, ea) = _unary("sqrt", a, ctx, overrides)
     if ca >= _QNAN:
         return _nan_result(env, fmt, a)
     if na and not (ca == _FINITE and sa == 0):
@@ -427,9 +433,7 @@ def round_to_integral(a: Float, exact: bool = False, ctx: Context | None = None,
     >>> round_to_integral(FP16.round(2.5), rounding="rna")
     Float(fp16, 0x4200, 3)
     """
-    fmt = _same_format("round_to_integral", a)
-    env = _env(ctx, overrides)
-    ca, na, sa, ea = _unpack(a, env[1][3])
+    fmt, env, (ca, na, sa, ea) = _unary("round_to_integral", a, ctx, overrides)
     if ca >= _QNAN:
         return _nan_result(env, fmt, a)
     if ca == _INF:
@@ -448,11 +452,9 @@ def scaleb(a: Float, n: int, ctx: Context | None = None, **overrides: Any) -> Fl
     >>> scaleb(FP16.round(1), -24), scaleb(FP16.round(1), -25)
     (Float(fp16, 0x0001, 5.9604644775390625e-08), Float(fp16, 0x0000, 0))
     """
-    fmt = _same_format("scaleb", a)
     if isinstance(n, bool) or not hasattr(n, "__index__"):
         raise TypeError(f"scaleb() exponent must be an int, got {type(n).__name__}")
-    env = _env(ctx, overrides)
-    ca, na, sa, ea = _unpack(a, env[1][3])
+    fmt, env, (ca, na, sa, ea) = _unary("scaleb", a, ctx, overrides)
     if ca >= _QNAN:
         return _nan_result(env, fmt, a)
     if ca == _INF:
@@ -479,9 +481,7 @@ def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     >>> logb(FP16.round(1e-5)), logb(FP16.round(65504))
     (Float(fp16, 0xcc40, -17), Float(fp16, 0x4b80, 15))
     """
-    fmt = _same_format("logb", a)
-    env = _env(ctx, overrides)
-    ca, na, sa, ea = _unpack(a, env[1][3])
+    fmt, env, (ca, na, sa, ea) = _unary("logb", a, ctx, overrides)
     if ca >= _QNAN:
         return _nan_result(env, fmt, a)
     if ca == _INF:
