@@ -35,7 +35,8 @@ from .context import Context, resolve
 from .formats import Format, Specials
 from .formats import format as _lookup
 from .modes import Rounding
-from .rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW
+from .nans import convert_nan
+from .rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW, _overflow, nan_code, nan_or_error
 
 __all__ = ["decode", "encode", "round", "convert", "code_dtype", "value_dtype",
            "DEFAULT_CHUNK"]
@@ -257,18 +258,8 @@ def _round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nd
     return code.astype(_U64), flags
 
 
-def _nan_or_error(fmt: Format, what: str) -> int:
-    from .rounding import nan_code
-
-    if not fmt.has_nan:
-        raise ValueError(f"{what} is not representable in {fmt.name}, which has no NaN")
-    return nan_code(fmt, False)
-
-
 def _overflow_codes(fmt: Format, negative: np.ndarray, mode: Rounding,
                     saturate: bool) -> np.ndarray:
-    from .rounding import _overflow
-
     pos = _overflow(fmt, False, mode, saturate)
     neg = _overflow(fmt, True, mode, saturate)
     return np.where(negative, neg, pos).astype(_I64)
@@ -278,9 +269,6 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
                     is_inf: np.ndarray, negative: np.ndarray, saturate: bool,
                     nan: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes and flags for NaN and infinite inputs (:mod:`fpsim.value` rules)."""
-    from .nans import convert_nan
-    from .rounding import nan_code
-
     out = np.zeros(codes.shape, _U64)
     flags = np.zeros(codes.shape, np.uint8)
     if is_inf.any():
@@ -297,7 +285,7 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
         if not fmt.signed:  # -inf into an unsigned format: NaN, INVALID
             bad = is_inf & negative
             if bad.any():
-                out = np.where(bad, _U64(_nan_or_error(fmt, "-inf")), out)
+                out = np.where(bad, _U64(nan_or_error(fmt, False, "-inf")), out)
                 flags = np.where(bad, INVALID, flags).astype(np.uint8)
     if is_nan.any():
         if not fmt.has_nan:
@@ -460,13 +448,13 @@ def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, mode: Rounding
         if fmt.has_zero:
             zcode = np.where(negative & fmt.has_negative_zero, _U64(fmt.sign_bit), _U64(0))
         else:  # (E8M0) as the scalar kernel: NaN and INVALID
-            zcode = _U64(_nan_or_error(fmt, "zero"))
+            zcode = _U64(nan_or_error(fmt, False, "zero"))
             flags = np.where(zero, INVALID, flags).astype(np.uint8)
         out = np.where(zero, zcode, out)
     if not fmt.signed:
         bad = nonzero & negative
         if bad.any():
-            out = np.where(bad, _U64(_nan_or_error(fmt, "a negative value")), out)
+            out = np.where(bad, _U64(nan_or_error(fmt, False, "a negative value")), out)
             flags = np.where(bad, INVALID, flags).astype(np.uint8)
             nonzero = nonzero & ~bad
     if nonzero.any():

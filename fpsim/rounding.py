@@ -58,7 +58,7 @@ from .modes import Rounding
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
-__all__ = ["round_exact", "quantize", "nan_code",
+__all__ = ["round_exact", "quantize", "nan_code", "nan_or_error",
            "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
@@ -138,10 +138,10 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
     if num == 0:
         if not subnormals:  # no zero in the format
-            return _nan_or_error(fmt, negative, "zero"), INVALID
+            return nan_or_error(fmt, negative, "zero"), INVALID
         return (negative_zero if negative else 0), 0
     if negative and not sign_bit:
-        return _nan_or_error(fmt, negative, "a negative value"), INVALID
+        return nan_or_error(fmt, negative, "a negative value"), INVALID
 
     if den == 1:
         e = exp + num.bit_length() - 1
@@ -235,7 +235,9 @@ def nan_code(fmt: Format, negative: bool) -> int:
     return code | (fmt.sign_bit if negative else 0)
 
 
-def _nan_or_error(fmt: Format, negative: bool, what: str) -> int:
+def nan_or_error(fmt: Format, negative: bool, what: str) -> int:
+    """The NaN of that sign for an unrepresentable ``what``, or ValueError
+    where the format has no NaN."""
     if not fmt.has_nan:
         raise ValueError(f"{what} is not representable in {fmt.name}, which has no NaN")
     return nan_code(fmt, negative)

@@ -25,7 +25,7 @@ from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4
 from .formats import format as _lookup
 from .modes import Rounding
 from .nans import IEEE, NanPolicy, convert_nan, default_nan
-from .rounding import INVALID, nan_code, round_exact
+from .rounding import INVALID, nan_code, nan_or_error, round_exact
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
 
@@ -457,7 +457,7 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
     if kind == "inf":
         negative = src[1]
         if negative and not fmt.signed:
-            return _nan_for(fmt, negative, "-inf"), INVALID
+            return nan_or_error(fmt, negative, "-inf"), INVALID
         sign = fmt.sign_bit if negative else 0
         if fmt.has_inf and not saturate:
             return sign | fmt.inf_code, 0  # type: ignore[operator]
@@ -469,7 +469,7 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
     if kind == "nan":
         _, src_fmt, payload = src
         if src_fmt is None:  # a NaN literal: the sign as written, no payload
-            code = _nan_for(fmt, payload, "NaN")
+            code = nan_or_error(fmt, payload, "NaN")
             return (code if nan.propagate else default_nan(fmt, nan)), 0
         if not fmt.has_nan:
             raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")
@@ -480,12 +480,6 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
         raise ValueError(f"format {fmt.name} has no signaling NaN; "
                          "only IEEE-style formats (fp16, fp32, bf16, e5m2, ...) do")
     return ((fmt.sign_bit if negative else 0) | fmt.inf_code | 1), 0  # type: ignore[operator]
-
-
-def _nan_for(fmt: Format, negative: bool, what: str) -> int:
-    if not fmt.has_nan:
-        raise ValueError(f"{what} is not representable in {fmt.name}, which has no NaN")
-    return nan_code(fmt, negative)
 
 
 def _check_random_bits(value: Any, sr_bits: int) -> int:
