@@ -1,0 +1,40 @@
+"""The array engine: the golden model on whole numpy arrays.
+
+Every function here is the scalar model (:mod:`fpsim.rounding`,
+:mod:`fpsim.arith`, :mod:`fpsim.nans`) applied elementwise, written with
+numpy integer operations that follow the scalar code step by step; the test
+suite proves the two equal code for code and flag for flag.
+
+* conversions: :func:`decode`, :func:`encode`, :func:`round`, :func:`convert`
+  for formats up to 32 bits wide, from any binary input array (numpy
+  float16/32/64, ml_dtypes types, or codes of a known format);
+* arithmetic: :func:`add`, :func:`sub`, :func:`mul`, :func:`div`,
+  :func:`fma`, :func:`sqrt` and the comparisons :func:`eq`, :func:`ne`,
+  :func:`lt`, :func:`le`, :func:`gt`, :func:`ge`, :func:`unordered` on
+  arrays of one format up to 32 bits.
+
+Memory: inputs are processed in chunks of ``chunk_size`` elements (default
+65,536); each step allocates a bounded number of chunk-sized temporaries (at
+most ~40 arrays of 8 bytes per element, i.e. ~20 MiB per chunk by default),
+beyond the output (and the optional per-element flags).  An operand that
+broadcasts along an axis (other than a single value) is first expanded to the
+result's shape.
+
+>>> import numpy as np, fpsim
+>>> from fpsim import array
+>>> codes = array.encode(np.array([1e-5, 1.0, 70000.0, -0.0]), fpsim.FP16)
+>>> [hex(c) for c in codes]
+['0xa8', '0x3c00', '0x7c00', '0x8000']
+>>> array.decode(codes, fpsim.FP16).tolist()
+[1.0013580322265625e-05, 1.0, inf, -0.0]
+>>> array.mul(np.float16([300.0]), np.float16([300.0]))     # 90000 overflows FP16
+array([inf], dtype=float16)
+"""
+
+from ._arith import add, div, eq, fma, ge, gt, le, lt, mul, ne, sqrt, sub, unordered
+from ._common import DEFAULT_CHUNK, code_dtype, value_dtype
+from ._convert import convert, decode, encode, round
+
+__all__ = ["decode", "encode", "round", "convert", "code_dtype", "value_dtype", "DEFAULT_CHUNK",
+           "add", "sub", "mul", "div", "fma", "sqrt",
+           "eq", "ne", "lt", "le", "gt", "ge", "unordered"]

@@ -1,0 +1,694 @@
+"""Elementwise IEEE arithmetic and comparisons on arrays: :mod:`fpsim.arith`
+applied to every element.
+
+Each operation decodes its operands' codes, computes every element's exact
+result as ``(negative, sig, exp, sticky)`` (see :mod:`fpsim.array._kernel`)
+with uint64/int64 integer arithmetic, and rounds them all at once through the
+vectorized kernel; NaN, infinity and invalid cases follow the scalar rules,
+case by case, in the same order as :mod:`fpsim.arith`.
+
+The integers must hold the bits the rounding reads.  Products are exact (a
+format of precision ``p <= 31`` has products below 2**62).  Sums, quotients
+and roots keep ``p + 1`` bits or more and a sticky bit, and stochastic
+rounding also needs the ``sr_bits`` bits below the last place: sums,
+quotients and fma need ``p + sr_bits <= 60``, square roots (whose radicand
+holds twice the root's bits) ``p + sr_bits <= 30``.  A setting outside these
+bounds (e.g. FP32 with ``sr_bits > 36``, or ``sqrt`` under stochastic
+rounding with the default 32 random bits) is computed by the scalar model,
+element by element: the same results, at scalar speed.
+
+For formats of at most 8 bits the binary operations of a deterministic mode
+are served from a table of all 65,536 operand pairs, computed once per
+setting by the same vectorized path.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..context import Context, resolve
+from ..formats import Format
+from ..formats import format as _lookup
+from ..modes import Rounding, Tininess
+from ..nans import default_nan
+from ..rounding import DIVIDE_BY_ZERO, INVALID
+from ._common import (
+    DEFAULT_CHUNK,
+    VALUE_DTYPE_NAMES,
+    check_chunk_size,
+    check_codes,
+    code_dtype,
+    codes_of,
+    random_source,
+    value_dtype,
+)
+from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
+
+__all__ = ["add", "sub", "mul", "div", "fma", "sqrt",
+           "eq", "ne", "lt", "le", "gt", "ge", "unordered"]
+
+# The width of the aligned significands of a sum: the larger operand is
+# placed at bits 61..(62 - its length), so a sum of two fits an int64.
+_WIDTH = 62
+
+
+# -- operands ---------------------------------------------------------------------------------
+
+class _Operands:
+    """The operands of one call: their format, the result's shape, flat
+    views (or broadcast copies) of each, and what the result is made of."""
+
+    def __init__(self, op: str, xs: tuple[Any, ...], fmt: Format | str | None) -> None:
+        arrays = [np.asarray(x) for x in xs]
+        typed = [a for a in arrays if a.dtype.kind not in "iu"]
+        if typed and len(typed) < len(arrays):
+            raise TypeError(f"{op}() operands mix values ({typed[0].dtype}) and integer codes; "
+                            "pass all as values of one dtype or all as codes with fmt=")
+        given = None if fmt is None else _lookup(fmt)
+        if typed:
+            own = [_dtype_format(op, a.dtype) for a in typed]
+            if any(f != own[0] for f in own[1:]):
+                names = " and ".join(sorted({f.name for f in own}))
+                raise TypeError(f"{op}() operands are in different formats ({names}); convert "
+                                f"first, e.g. fpsim.array.round(x, {own[0].name!r})")
+            if given is not None and given != own[0]:
+                raise TypeError(f"fmt={given.name} disagrees with the operands' dtype "
+                                f"{typed[0].dtype} ({own[0].name}); drop fmt= or pass codes")
+            given = own[0]
+        elif given is None:
+            raise TypeError(f"{op}() on integer codes needs fmt= naming their format "
+                            "(or pass values of a float dtype)")
+        if given.width > 32:
+            raise ValueError(f"array arithmetic supports formats up to 32 bits; {given.name} "
+                             f"is {given.width} bits (use the scalar model, fpsim.arith)")
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError:
+            shapes = ", ".join(str(a.shape) for a in arrays)
+            raise ValueError(f"{op}() operands could not be broadcast together: shapes "
+                             f"{shapes}") from None
+        self.fmt: Format = given
+        self.shape: tuple[int, ...] = shape
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.result_dtype = value_dtype(given) if typed else code_dtype(given)
+        self.flats = [_flat(a, shape, given) for a in arrays]
+
+    def chunk(self, start: int, stop: int) -> list[np.ndarray]:
+        """The operands' uint64 codes of elements ``start:stop``."""
+        out = []
+        for a in self.flats:
+            if a.size == 1:
+                out.append(np.broadcast_to(a, (stop - start,)))
+            else:
+                out.append(a[start:stop])
+        return out
+
+
+def _dtype_format(op: str, dtype: np.dtype) -> Format:
+    if dtype.name not in VALUE_DTYPE_NAMES:
+        raise TypeError(f"{op}() cannot compute on dtype {dtype}: accepted float16, float32, "
+                        "bfloat16, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, "
+                        "float8_e5m2fnuz, or integer codes with fmt=")
+    return _lookup(dtype.name)
+
+
+def _flat(a: np.ndarray, shape: tuple[int, ...], fmt: Format) -> np.ndarray:
+    """All the codes of one operand as uint64, flat: one element where it
+    broadcasts from a single value, else the broadcast array (copied only
+    where broadcasting needs it)."""
+    if a.size == 1:
+        return codes_of(a.reshape(1), fmt)
+    if a.shape != shape:
+        a = np.broadcast_to(a, shape)
+    flat = a.reshape(-1)
+    if flat.dtype.kind in "iu":
+        check_codes(flat, fmt)  # before any work, so that no flag is raised
+    return flat
+
+
+# -- the driver -------------------------------------------------------------------------------
+
+def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | None,
+         random_bits: Any, rng: Any, return_flags: bool, chunk_size: int,
+         overrides: dict[str, Any]) -> Any:
+    """Apply ``_CHUNK_OPS[op]`` chunk by chunk, OR the flags into the context."""
+    operands = _Operands(op, xs, fmt)
+    fmt = operands.fmt
+    ctx, key = resolve(ctx, overrides)
+    check_chunk_size(chunk_size)
+    mode, sr_bits = key[0], key[5]
+    bits = None
+    if mode is Rounding.SR:
+        bits = random_source(random_bits, rng, ctx, operands.shape, sr_bits)
+    elif random_bits is not None or rng is not None:
+        raise ValueError("random_bits= and rng= are only used by stochastic rounding "
+                         "(rounding='sr')")
+    if _fits(op, fmt, key):
+        compute = _table_op(op, fmt, key) if bits is None else None
+        if compute is None:
+            chunk_op = _CHUNK_OPS[op]
+            compute = lambda cs, rand: chunk_op(fmt, cs, key, rand)  # noqa: E731
+    else:
+        compute = lambda cs, rand: _scalar_chunk(op, fmt, cs, key, rand)  # noqa: E731
+    n = operands.size
+    out = np.empty(n, code_dtype(fmt))
+    all_flags = np.empty(n, U8) if return_flags else None
+    seen = 0
+    for start in builtins.range(0, n, chunk_size):
+        stop = min(start + chunk_size, n)
+        rand = bits(start, stop) if bits is not None else None
+        cs = [codes_of(c, fmt, check=False) for c in operands.chunk(start, stop)]
+        codes, flags = compute(cs, rand)
+        out[start:stop] = codes
+        if all_flags is not None:
+            all_flags[start:stop] = flags
+        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
+    if seen:
+        ctx._flags[0] |= seen
+    out = out.reshape(operands.shape).view(operands.result_dtype)
+    if return_flags:
+        return out, all_flags.reshape(operands.shape)  # type: ignore[union-attr]
+    return out
+
+
+def _fits(op: str, fmt: Format, key: tuple[Any, ...]) -> bool:
+    """Whether the vectorized integers hold every bit the rounding reads
+    (see the module's docstring); otherwise the scalar model computes."""
+    p = fmt.precision
+    extra = key[5] if key[0] is Rounding.SR else 0
+    if p > 31:
+        return False
+    if op == "sqrt":
+        return p + extra <= 30
+    if op == "fma":
+        return 2 * p <= 60 and p + extra <= 60
+    if op == "mul":
+        return True
+    return p + extra <= 60
+
+
+_TABLES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """For a binary operation on an 8-bit format in a deterministic mode,
+    the result and flags of all 65,536 operand pairs, computed once by the
+    vectorized path; the operation is then an indexing."""
+    if fmt.width > 8 or op not in _BINARY:
+        return None
+    k = (op, fmt, key)
+    table = _TABLES.get(k)
+    if table is None:
+        every = np.arange(1 << 16, dtype=U64)
+        try:
+            table = _CHUNK_OPS[op](fmt, [every >> U64(8), every & U64(0xFF)], key, None)
+        except ValueError:
+            return None  # some pair has no result (a NaN in a format without NaN)
+        if len(_TABLES) >= 64:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[k] = table
+    codes, flags = table
+
+    def lookup(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        index = ((cs[0] << U64(8)) | cs[1]).astype(np.intp)
+        return codes[index], flags[index]
+
+    return lookup
+
+
+def _scalar_chunk(op: str, fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+                  rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The scalar model, element by element (settings the integers cannot hold)."""
+    from .. import arith
+
+    mode, saturate, ftz, daz, before, sr_bits, nan = key
+    ctx = Context(rounding=mode, saturate=saturate, ftz=ftz, daz=daz, sr_bits=sr_bits, nan=nan,
+                  tininess=Tininess.BEFORE if before else Tininess.AFTER)
+    fn = getattr(arith, op)
+    make = fmt.from_bits
+    n = cs[0].shape[0]
+    out = np.empty(n, U64)
+    flags = np.empty(n, U8)
+    columns = [c.tolist() for c in cs]
+    for i in builtins.range(n):
+        ctx._flags[0] = 0
+        args = [make(col[i]) for col in columns]
+        if rand is None:
+            r = fn(*args, ctx)
+        else:
+            r = fn(*args, ctx, random_bits=int(rand[i]))
+        out[i] = r.bits
+        flags[i] = ctx._flags[0]
+    return out, flags
+
+
+# -- the operations on one chunk ------------------------------------------------------------------
+
+class _Result:
+    """One chunk's results under construction: codes and flags, filled case
+    by case (NaN operands, invalid operations, infinities, then the finite
+    values through the kernel)."""
+
+    def __init__(self, fmt: Format, key: tuple[Any, ...], n: int) -> None:
+        self.fmt, self.key = fmt, key
+        self.codes = np.zeros(n, U64)
+        self.flags = np.zeros(n, U8)
+
+    def nans(self, where: np.ndarray, operands: list[np.ndarray], nans: list[np.ndarray],
+             extra: np.ndarray | None = None) -> None:
+        """NaN operands propagate by the policy (:func:`fpsim.nans.propagate`)."""
+        if where.any():
+            code, flags = nan_results(self.fmt, operands, nans, self.key[6])
+            if extra is not None:
+                flags = flags | np.where(extra, INVALID, 0).astype(U8)
+            self.codes[where] = code[where]
+            self.flags[where] = flags[where]
+
+    def invalid(self, where: np.ndarray) -> None:
+        """Invalid operations give the policy's default NaN."""
+        if where.any():
+            self.codes[where] = default_nan(self.fmt, self.key[6])
+            self.flags[where] = INVALID
+
+    def infinity(self, where: np.ndarray, negative: np.ndarray, computed: int = 0) -> None:
+        """Exact infinite results, as :func:`fpsim.arith._infinity`."""
+        if not where.any():
+            return
+        fmt, saturate = self.fmt, self.key[1]
+        flags = computed
+        if not computed and (saturate or not fmt.has_inf):
+            flags = INVALID
+        sign = np.where(negative, U64(fmt.sign_bit), U64(0))
+        if saturate or not (fmt.has_inf or fmt.has_nan):
+            code = sign | U64(fmt.max_code)
+        elif fmt.has_inf:
+            code = sign | U64(fmt.inf_code)
+        else:
+            code = np.where(negative, U64(_nan(fmt, True)), U64(_nan(fmt, False)))
+        self.codes[where] = np.broadcast_to(code, where.shape)[where]
+        self.flags[where] = flags
+
+    def finite(self, where: np.ndarray, negative: np.ndarray, sig: np.ndarray,
+               exp: np.ndarray, sticky: np.ndarray | None, rand: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Round the exact results (zeros included) and return the chunk."""
+        if where.any():
+            round_values(self.fmt, negative, sig, exp, sticky, self.key, rand, self.codes,
+                         self.flags, where)
+        return self.codes, self.flags
+
+
+def _nan(fmt: Format, negative: bool) -> int:
+    from ..rounding import nan_code
+
+    return nan_code(fmt, negative)
+
+
+def _decode(fmt: Format, codes: np.ndarray, daz: bool) -> tuple[np.ndarray, ...]:
+    """Fields of operand codes; with ``daz`` a subnormal reads as a zero."""
+    is_nan, is_inf, negative, sig, exp = fields(fmt, codes)
+    if daz and fmt.subnormals:
+        sig = np.where(sig < U64(1 << fmt.mantissa_bits), U64(0), sig)
+    return is_nan, is_inf, negative, sig, exp
+
+
+def _add_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+               rand: np.ndarray | None, negate_b: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
+    a, b = cs
+    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
+    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    if negate_b:
+        nb = ~nb
+    res = _Result(fmt, key, a.shape[0])
+    any_nan = nan_a | nan_b
+    res.nans(any_nan, [a, b], [nan_a, nan_b])
+    both_inf = inf_a & inf_b & ~any_nan
+    res.invalid(both_inf & (na != nb))
+    res.infinity(both_inf & (na == nb), na)
+    res.infinity(inf_a & ~inf_b & ~any_nan, na)
+    res.infinity(inf_b & ~inf_a & ~any_nan, nb)
+    finite = ~(any_nan | inf_a | inf_b)
+    negative, sig, exp, sticky = _exact_sum(na, sa, ea, nb, sb, eb, key[0])
+    return res.finite(finite, negative, sig, exp, sticky, rand)
+
+
+def _sub_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+               rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    return _add_chunk(fmt, cs, key, rand, negate_b=True)
+
+
+def _exact_sum(na: np.ndarray, sa: np.ndarray, ea: np.ndarray, nb: np.ndarray,
+               sb: np.ndarray, eb: np.ndarray, mode: Rounding
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``±sa×2**ea ± sb×2**eb`` as ``(negative, sig, exp, sticky)``.
+
+    Both significands are aligned so that the larger operand fills bits
+    61..(62 - its length); bits of the smaller one that fall below bit 0 are
+    lost into the sticky bit.  Bits are lost only when the smaller operand
+    lies entirely below the larger one's significand, so the sum then keeps
+    at least 61 bits, and subtracting a lost part ``d`` is ``(s - 1) + (1 - d)``.
+    An exact zero sum has the sign IEEE 754 §6.3 gives it."""
+    la, lb = bit_length(sa), bit_length(sb)
+    # A zero operand must not set the alignment: give it the lowest top.
+    floor = np.iinfo(I64).min // 4
+    ta = np.where(sa == 0, floor, ea + la)
+    tb = np.where(sb == 0, floor, eb + lb)
+    exp = np.maximum(ta, tb) - _WIDTH
+    va, lost_a = _align(sa, ea - exp)
+    vb, lost_b = _align(sb, eb - exp)
+    s = np.where(na, -va, va) + np.where(nb, -vb, vb)
+    negative = s < 0
+    sig = np.abs(s).astype(U64)
+    sticky = lost_a | lost_b
+    lost_negative = np.where(lost_a, na, nb)
+    sig -= (sticky & (negative != lost_negative)).astype(U64)
+    # An exact zero: the common sign of the terms, else +0 (-0 toward -inf).
+    zero_sign = np.where(na == nb, na, mode is Rounding.RDN)
+    negative = np.where(s == 0, zero_sign, negative)
+    return negative, sig, exp, sticky
+
+
+def _align(sig: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sig × 2**shift`` as int64, truncated, and whether bits were lost."""
+    left = np.clip(shift, 0, 62).astype(U64)
+    right = np.clip(-shift, 0, 63).astype(U64)
+    gone = shift <= -64
+    value = np.where(shift >= 0, sig << left, np.where(gone, U64(0), sig >> right))
+    low = sig & ((U64(1) << right) - U64(1))
+    lost = (shift < 0) & np.where(gone, sig != 0, low != 0)
+    return value.astype(I64), lost
+
+
+def _mul_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+               rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    a, b = cs
+    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
+    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    negative = na != nb
+    res = _Result(fmt, key, a.shape[0])
+    any_nan = nan_a | nan_b
+    res.nans(any_nan, [a, b], [nan_a, nan_b])
+    any_inf = (inf_a | inf_b) & ~any_nan
+    zero_times_inf = any_inf & (((sa == 0) & ~inf_a) | ((sb == 0) & ~inf_b))
+    res.invalid(zero_times_inf)
+    res.infinity(any_inf & ~zero_times_inf, negative)
+    finite = ~(any_nan | inf_a | inf_b)
+    return res.finite(finite, negative, sa * sb, ea + eb, None, rand)
+
+
+def _div_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+               rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    a, b = cs
+    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
+    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    negative = na != nb
+    res = _Result(fmt, key, a.shape[0])
+    any_nan = nan_a | nan_b
+    res.nans(any_nan, [a, b], [nan_a, nan_b])
+    ok = ~any_nan
+    res.invalid(ok & inf_a & inf_b)                              # inf / inf
+    res.infinity(ok & inf_a & ~inf_b, negative)
+    by_zero = ok & ~inf_a & ~inf_b & (sb == 0)
+    res.invalid(by_zero & (sa == 0))                             # 0 / 0
+    res.infinity(by_zero & (sa != 0), negative, DIVIDE_BY_ZERO)
+    over_inf = ok & ~inf_a & inf_b                               # finite / inf = 0
+    finite = ok & ~inf_a & ~by_zero
+    extra = key[5] if key[0] is Rounding.SR else 0
+    sig, exp, sticky = _divide(sa, ea, np.where(sb == 0, U64(1), sb), eb,
+                               fmt.precision + 1 + extra, fmt.precision)
+    sig = np.where(over_inf, U64(0), sig)
+    return res.finite(finite, negative, sig, exp, sticky, rand)
+
+
+def _divide(sa: np.ndarray, ea: np.ndarray, sb: np.ndarray, eb: np.ndarray, bits: int,
+            precision: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``sa×2**ea / (sb×2**eb)`` to at least ``bits`` quotient bits and a
+    sticky remainder, by long division in steps: every partial remainder is
+    below 2**precision, so shifting it by ``63 - precision`` stays in 63 bits."""
+    la, lb = bit_length(sa), bit_length(sb)
+    # sa × 2**k / sb >= 2**(bits - 1) with k = lb - la + bits.
+    k = np.where(sa == 0, 0, lb - la + bits)
+    step = 63 - precision
+    q = np.zeros(sa.shape, U64)
+    r = sa.copy()
+    todo = k.copy()
+    first = True
+    while first or todo.any():
+        s = np.clip(todo, 0, step).astype(U64)
+        t = r << s
+        q = (q << s) + t // sb
+        r = t % sb
+        todo = todo - s.astype(I64)
+        first = False
+    return q, ea - eb - k, r != 0
+
+
+def _fma_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+               rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    a, b, c = cs
+    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
+    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    nan_c, inf_c, nc, sc, ec = _decode(fmt, c, key[3])
+    np_ = na != nb
+    res = _Result(fmt, key, a.shape[0])
+    zero_times_inf = (inf_a & ~nan_b & ~inf_b & (sb == 0)) | (inf_b & ~nan_a & ~inf_a & (sa == 0))
+    any_nan = nan_a | nan_b | nan_c
+    res.nans(any_nan, [a, b, c], [nan_a, nan_b, nan_c], extra=zero_times_inf)
+    ok = ~any_nan
+    res.invalid(ok & zero_times_inf)
+    product_inf = ok & ~zero_times_inf & (inf_a | inf_b)
+    res.invalid(product_inf & inf_c & (nc != np_))              # inf - inf
+    res.infinity(product_inf & ~(inf_c & (nc != np_)), np_)
+    res.infinity(ok & ~inf_a & ~inf_b & inf_c, nc)
+    finite = ok & ~(inf_a | inf_b | inf_c)
+    negative, sig, exp, sticky = _exact_sum(np_, sa * sb, ea + eb, nc, sc, ec, key[0])
+    return res.finite(finite, negative, sig, exp, sticky, rand)
+
+
+def _sqrt_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
+                rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    (a,) = cs
+    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
+    res = _Result(fmt, key, a.shape[0])
+    res.nans(nan_a, [a], [nan_a])
+    ok = ~nan_a
+    res.invalid(ok & na & (inf_a | (sa != 0)))                  # sqrt(x < 0)
+    res.infinity(ok & ~na & inf_a, na)
+    finite = ok & ~inf_a & (~na | (sa == 0))
+    extra = key[5] if key[0] is Rounding.SR else 0
+    sig, exp, sticky = _root(sa, ea, fmt.precision + 1 + extra)
+    return res.finite(finite, na, sig, exp, sticky, rand)
+
+
+def _root(sa: np.ndarray, ea: np.ndarray, bits: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``sqrt(sa×2**ea)`` to at least ``bits`` root bits and a sticky bit
+    (``2 × bits <= 62``)."""
+    odd = (ea & 1) == 1
+    sa = np.where(odd, sa << U64(1), sa)
+    ea = ea - odd
+    # A radicand of 2*bits - 1 or 2*bits bits has a root of `bits` bits.
+    k = np.maximum(0, (2 * bits - bit_length(sa)) // 2)
+    x = sa << (2 * k).astype(U64)
+    r = np.sqrt(x.astype(np.float64)).astype(U64)
+    # float64 rounds x above 2**53: correct the root by at most a step or two.
+    for _ in range(2):
+        r = np.where(r * r > x, r - U64(1), r)
+        r = np.where((r + U64(1)) * (r + U64(1)) <= x, r + U64(1), r)
+    return r, ea // 2 - k, r * r != x
+
+
+_CHUNK_OPS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "add": _add_chunk, "sub": _sub_chunk, "mul": _mul_chunk, "div": _div_chunk,
+    "fma": _fma_chunk, "sqrt": _sqrt_chunk,
+}
+_BINARY = ("add", "sub", "mul", "div")
+
+
+# -- the public operations ---------------------------------------------------------------------
+
+_SETTINGS_DOC = """
+    Operands are arrays of one format: values of its numpy/ml_dtypes dtype
+    (float16, float32, bfloat16, float8_*), giving a result of that dtype, or
+    integer codes with ``fmt=``, giving codes.  Shapes broadcast as in numpy.
+    Settings as in the scalar model (``ctx=`` and keyword overrides
+    ``rounding=``, ``saturate=``, ``ftz=``, ``daz=``, ``tininess=``,
+    ``sr_bits=``, ``nan=``); stochastic rounding takes ``random_bits=`` or
+    ``rng=`` as :func:`fpsim.array.encode` does, one number per result
+    element in C order.  Flags are ORed into the context;
+    ``return_flags=True`` also returns per-element flags (uint8).
+"""
+
+
+def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+        random_bits: Any = None, rng: Any = None, return_flags: bool = False,
+        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """``x + y`` elementwise, each rounded once (:func:`fpsim.arith.add`).
+
+    >>> import numpy as np
+    >>> add(np.array([1.0, 65504.0], np.float16), np.float16(2.0**-11)).tolist()  # ties to even
+    [1.0, 65504.0]
+    >>> codes, flags = add(np.array([0x7e], np.uint8), np.array([0x08], np.uint8),
+    ...                    fmt="e4m3", return_flags=True)   # 448 + 2**-6: inexact
+    >>> hex(codes[0]), fpsim.Flag(int(flags[0])).names()
+    ('0x7e', ['inexact'])
+    """
+    return _run("add", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+def sub(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+        random_bits: Any = None, rng: Any = None, return_flags: bool = False,
+        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """``x - y`` elementwise (:func:`fpsim.arith.sub`).
+
+    >>> import numpy as np
+    >>> sub(np.float16([1.0]), np.float16([1.0]), rounding="rdn").tolist()  # toward -inf: -0
+    [-0.0]
+    """
+    return _run("sub", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+def mul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+        random_bits: Any = None, rng: Any = None, return_flags: bool = False,
+        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """``x × y`` elementwise (:func:`fpsim.arith.mul`).
+
+    >>> import ml_dtypes, numpy as np                # 16 × 30 = 480: no inf in E4M3
+    >>> x = np.array([16, 16], ml_dtypes.float8_e4m3fn)
+    >>> mul(x, np.array([30, 28], ml_dtypes.float8_e4m3fn)).astype(float).tolist()
+    [nan, 448.0]
+    """
+    return _run("mul", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+def div(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+        random_bits: Any = None, rng: Any = None, return_flags: bool = False,
+        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """``x / y`` elementwise (:func:`fpsim.arith.div`).
+
+    >>> import numpy as np
+    >>> div(np.float16([1.0, 1.0, 0.0]), np.float16([3.0, 0.0, 0.0])).tolist()
+    [0.333251953125, inf, nan]
+    """
+    return _run("div", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+def fma(x: Any, y: Any, z: Any, ctx: Context | None = None, *,
+        fmt: Format | str | None = None, random_bits: Any = None, rng: Any = None,
+        return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """``x × y + z`` elementwise with one rounding (:func:`fpsim.arith.fma`).
+
+    >>> import numpy as np
+    >>> x = np.float16([1 + 2**-10]); y = np.float16([1 - 2**-11])
+    >>> fma(x, y, np.float16([-1.0])).tolist()     # exact 2**-11 - 2**-21, one rounding
+    [0.0004878044128417969]
+    """
+    return _run("fma", (x, y, z), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides)
+
+
+def sqrt(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
+         chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+    """Square root elementwise (:func:`fpsim.arith.sqrt`).
+
+    >>> import numpy as np
+    >>> sqrt(np.float16([2.0, -0.0, -1.0])).tolist()
+    [1.4140625, -0.0, nan]
+    """
+    return _run("sqrt", (x,), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+for _f in (add, sub, mul, div, fma, sqrt):
+    _f.__doc__ = _f.__doc__.replace("\n\n    >>>", "\n" + _SETTINGS_DOC + "\n    >>>", 1)
+
+
+# -- comparisons -----------------------------------------------------------------------------
+
+def _compare(op: str, x: Any, y: Any, ctx: Context | None, fmt: Format | str | None,
+             signaling: bool, return_flags: bool, chunk_size: int,
+             accept: tuple[int, ...]) -> Any:
+    """The comparison ``op`` elementwise: true where the order (-1, 0, 1, or
+    2 for unordered) is in ``accept``; INVALID as :func:`fpsim.arith._compare`."""
+    operands = _Operands(op, (x, y), fmt)
+    fmt = operands.fmt
+    if ctx is None:
+        from ..context import getcontext
+
+        ctx = getcontext()
+    elif not isinstance(ctx, Context):
+        raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
+    check_chunk_size(chunk_size)
+    n = operands.size
+    out = np.empty(n, bool)
+    all_flags = np.empty(n, U8) if return_flags else None
+    seen = 0
+    for start in builtins.range(0, n, chunk_size):
+        stop = min(start + chunk_size, n)
+        a, b = (codes_of(c, fmt, check=False)
+                          for c in operands.chunk(start, stop))
+        order, flags = _order(fmt, a, b, signaling)
+        out[start:stop] = np.isin(order, accept)
+        if all_flags is not None:
+            all_flags[start:stop] = flags
+        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
+    if seen:
+        ctx._flags[0] |= seen
+    out = out.reshape(operands.shape)
+    if return_flags:
+        return out, all_flags.reshape(operands.shape)  # type: ignore[union-attr]
+    return out
+
+
+def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """-1, 0, 1 by value (2 where unordered) and the INVALID flags."""
+    nan_a = fields(fmt, a)[0]
+    nan_b = fields(fmt, b)[0]
+    unordered = nan_a | nan_b
+    if signaling:
+        invalid = unordered
+    else:
+        from ._kernel import is_signaling
+
+        invalid = is_signaling(fmt, a, nan_a) | is_signaling(fmt, b, nan_b)
+    # Sign and magnitude order the codes of every format (±0 are equal).
+    mask, sign = U64(fmt.magnitude_mask), U64(fmt.sign_bit)
+    va = (a & mask).astype(I64)
+    vb = (b & mask).astype(I64)
+    va = np.where((a & sign) != 0, -va, va)
+    vb = np.where((b & sign) != 0, -vb, vb)
+    order = np.sign(va - vb)
+    return np.where(unordered, 2, order), np.where(invalid, INVALID, 0).astype(U8)
+
+
+def _comparison(name: str, accept: tuple[int, ...], signaling_default: bool, what: str
+                ) -> Callable[..., Any]:
+    def compare(x: Any, y: Any, ctx: Context | None = None, *,
+                fmt: Format | str | None = None, signaling: bool = signaling_default,
+                return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK) -> Any:
+        return _compare(name, x, y, ctx, fmt, signaling, return_flags, chunk_size, accept)
+
+    compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = (
+        f"{what} elementwise, as :func:`fpsim.arith.{name}` (a bool array; "
+        f"``signaling={signaling_default}`` by default).  Operands as for :func:`add`.")
+    return compare
+
+
+eq = _comparison("eq", (0,), False, "compareQuietEqual")
+ne = _comparison("ne", (-1, 1, 2), False, "compareQuietNotEqual (true when unordered)")
+lt = _comparison("lt", (-1,), True, "compareSignalingLess")
+le = _comparison("le", (-1, 0), True, "compareSignalingLessEqual")
+gt = _comparison("gt", (1,), True, "compareSignalingGreater")
+ge = _comparison("ge", (0, 1), True, "compareSignalingGreaterEqual")
+unordered = _comparison("unordered", (2,), False,
+                        "compareQuietUnordered (true where either is NaN)")
+
+
+import fpsim  # noqa: E402,F401  (doctests)

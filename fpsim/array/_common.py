@@ -1,0 +1,103 @@
+"""What every array function shares: dtypes of codes and values, reading
+codes out of arrays, chunking, and the random numbers of stochastic rounding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..context import Context
+from ..formats import Format
+from ..formats import format as _lookup
+from ._kernel import U64
+
+DEFAULT_CHUNK = 1 << 16
+
+def code_dtype(fmt: Format) -> np.dtype:
+    """The unsigned integer dtype that holds ``fmt``'s codes (uint8/16/32/64)."""
+    for bits, dt in ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64)):
+        if fmt.width <= bits:
+            return np.dtype(dt)
+    raise ValueError(f"{fmt.name} is {fmt.width} bits wide; codes up to 64 bits are supported")
+
+
+def value_dtype(fmt: Format) -> np.dtype | None:
+    """The numpy or ml_dtypes dtype whose values are exactly ``fmt``'s
+    (float16, float32, float64, bfloat16, float8_*), or None.
+
+    >>> value_dtype(fpsim.BF16)
+    dtype(bfloat16)
+    """
+    import ml_dtypes
+
+    names = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16,
+             "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
+             "e5m2": ml_dtypes.float8_e5m2, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+             "e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
+    dt = names.get(fmt.name)
+    if dt is None or _lookup(fmt.name) != fmt:
+        return None
+    return np.dtype(dt)
+
+
+VALUE_DTYPE_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+          "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+
+def check_codes(a: np.ndarray, fmt: Format) -> None:
+    """Integer codes must fit the format's width."""
+    if a.size and (a.min() < 0 or int(a.max()) >= (1 << fmt.width)):
+        raise ValueError(f"codes out of range for {fmt.name}: accepted 0.."
+                         f"0x{(1 << fmt.width) - 1:x} ({fmt.width} bits)")
+
+
+def codes_of(a: np.ndarray, src: Format, check: bool = True) -> np.ndarray:
+    """The codes of ``a`` as uint64: a float array viewed as its bits, or an
+    integer array of codes (checked against the format's width unless the
+    caller already did)."""
+    if not a.dtype.isnative:  # big-endian data: bits are read in native order
+        a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype.kind in "iu":
+        if check:
+            check_codes(a, src)
+        return a.astype(U64)
+    return a.view(f"u{a.dtype.itemsize}").astype(U64)
+
+
+def check_chunk_size(chunk_size: Any) -> None:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+
+
+def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ...],
+                   sr_bits: int) -> Any:
+    if random_bits is not None:
+        if rng is not None:
+            raise ValueError("give random_bits= or rng=, not both")
+        r = np.asarray(random_bits)
+        if r.dtype.kind not in "iu":
+            raise TypeError(f"random_bits must be an integer array, got dtype {r.dtype}")
+        if r.size and (r.min() < 0 or (sr_bits < 64 and int(r.max()) >= (1 << sr_bits))):
+            raise ValueError(f"random_bits out of range: each must be in [0, 2**sr_bits) = "
+                             f"[0, {1 << sr_bits})")
+        flat = np.broadcast_to(r, shape).reshape(-1).astype(U64)
+        return lambda start, stop: flat[start:stop]
+    gen = rng
+    if gen is None:
+        # The context's generator: a numpy Generator is used (and advanced)
+        # directly; a random.Random seeds one with 64 bits drawn from it, so
+        # that successive calls continue the context's stream.
+        gen = ctx.rng
+        if not hasattr(gen, "integers"):
+            gen = np.random.default_rng(gen.getrandbits(64))
+    elif isinstance(gen, int) and not isinstance(gen, bool):
+        gen = np.random.default_rng(gen)
+    if not hasattr(gen, "integers"):
+        raise TypeError(f"rng must be a numpy.random.Generator or an int seed, got "
+                        f"{type(rng).__name__}")
+    return lambda start, stop: gen.integers(0, 1 << sr_bits, size=stop - start, dtype=U64,
+                                            endpoint=False)
+
+
+import fpsim  # noqa: E402,F401  (doctests)

@@ -1,0 +1,274 @@
+"""The array engine: the golden model on whole numpy arrays.
+
+Every function here is the scalar model (:mod:`fpsim.rounding`,
+:mod:`fpsim.nans`) applied elementwise, written with numpy integer
+operations that follow :func:`fpsim.rounding.round_exact` step by step; the
+test suite proves the two equal code for code and flag for flag.
+
+So far: :func:`decode`, :func:`encode`, :func:`round` and :func:`convert`
+for formats up to 32 bits wide, from any binary input array (numpy
+float16/32/64, ml_dtypes types, or codes of a known format).  Elementwise
+arithmetic on arrays is not built yet.
+
+Memory: inputs are processed in chunks of ``chunk_size`` elements (default
+65,536); each step allocates a bounded number of chunk-sized temporaries (at
+most ~20 arrays of 8 bytes per element, i.e. ~10 MiB per chunk by default),
+beyond the output (and the optional per-element flags).
+
+>>> import numpy as np, fpsim
+>>> from fpsim import array
+>>> codes = array.encode(np.array([1e-5, 1.0, 70000.0, -0.0]), fpsim.FP16)
+>>> [hex(c) for c in codes]
+['0xa8', '0x3c00', '0x7c00', '0x8000']
+>>> array.decode(codes, fpsim.FP16).tolist()
+[1.0013580322265625e-05, 1.0, inf, -0.0]
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from ..context import Context, resolve
+from ..formats import Format
+from ..formats import format as _lookup
+from ..modes import Rounding
+from ..nans import convert_nan
+from ..rounding import INVALID, nan_code, nan_or_error
+from ._common import (
+    DEFAULT_CHUNK,
+    VALUE_DTYPE_NAMES,
+    check_chunk_size,
+    code_dtype,
+    codes_of,
+    random_source,
+    value_dtype,
+)
+from ._kernel import U64, fields, round_values
+
+__all__ = ["decode", "encode", "round", "convert"]
+
+
+def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
+    if fmt is not None:
+        fmt = _lookup(fmt)
+        if a.dtype.kind not in "iu":
+            own = _lookup(a.dtype.name) if a.dtype.name in VALUE_DTYPE_NAMES else None
+            if own != fmt:
+                raise TypeError(f"src={fmt.name} names the format of integer codes; an array "
+                                f"of dtype {a.dtype} is read as its own values (drop src=, or "
+                                "pass the codes as an unsigned integer array)")
+        return fmt
+    try:
+        src = _lookup(a.dtype.name)
+    except ValueError:
+        raise TypeError(f"cannot read an array of dtype {a.dtype} as values: accepted "
+                        "float16, float32, float64, bfloat16, float8_e4m3fn, float8_e5m2, "
+                        "float8_e4m3fnuz, float8_e5m2fnuz, or integer codes with src=") from None
+    if a.dtype.itemsize * 8 < src.width:
+        raise TypeError(f"dtype {a.dtype} is narrower than format {src.name}")
+    return src
+
+
+# -- decoding -------------------------------------------------------------------------
+
+def decode(codes: Any, fmt: Format | str) -> np.ndarray:
+    """The values of ``codes`` as float64 (exact for every format up to 32
+    bits; NaN codes give NaN of the same sign).
+
+    >>> decode(np.array([0x7e, 0xff], np.uint8), "e4m3")
+    array([448.,  nan])
+    """
+    fmt = _lookup(fmt)
+    a = np.asarray(codes)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"decode() takes integer codes, got dtype {a.dtype}")
+    c = codes_of(a, fmt)
+    is_nan, is_inf, negative, sig, exp = fields(fmt, c)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(sig.astype(np.float64), exp)
+    out = np.where(is_inf, np.inf, out)
+    out = np.where(is_nan, np.nan, out)
+    return np.where(negative, -out, out)
+
+
+def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndarray,
+                    is_inf: np.ndarray, negative: np.ndarray, saturate: bool,
+                    nan: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and flags for NaN and infinite inputs (:mod:`fpsim.value` rules)."""
+    out = np.zeros(codes.shape, U64)
+    flags = np.zeros(codes.shape, np.uint8)
+    if is_inf.any():
+        sign = np.where(negative, U64(fmt.sign_bit), U64(0))
+        if fmt.has_inf and not saturate:
+            val, fl = sign | U64(fmt.inf_code), 0
+        elif saturate or not fmt.has_nan:
+            val, fl = sign | U64(fmt.max_code), INVALID
+        else:
+            val = np.where(negative, U64(nan_code(fmt, True)), U64(nan_code(fmt, False)))
+            fl = INVALID
+        out = np.where(is_inf, val, out)
+        flags = np.where(is_inf, fl, flags).astype(np.uint8)
+        if not fmt.signed:  # -inf into an unsigned format: NaN, INVALID
+            bad = is_inf & negative
+            if bad.any():
+                out = np.where(bad, U64(nan_or_error(fmt, False, "-inf")), out)
+                flags = np.where(bad, INVALID, flags).astype(np.uint8)
+    if is_nan.any():
+        if not fmt.has_nan:
+            raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")
+        # NaN codes are few and their conversion is table-free: go through the
+        # scalar rule for each distinct NaN code (the rule is data, not math).
+        for c in np.unique(codes[is_nan]):
+            code, fl = convert_nan(src, int(c), fmt, nan)
+            hit = is_nan & (codes == c)
+            out = np.where(hit, U64(code), out)
+            flags = np.where(hit, fl, flags).astype(np.uint8)
+    return out, flags
+
+
+# -- encode / round / convert -------------------------------------------------------------
+
+def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
+           src: Format | str | None = None, random_bits: Any = None, rng: Any = None,
+           return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK,
+           **overrides: Any) -> Any:
+    """Round an array into ``fmt`` and return the codes (uint8/16/32).
+
+    ``values`` is any array numpy can view (``np.asarray``): float16,
+    float32, float64, bfloat16 or float8 values, or integer codes with
+    ``src=`` naming their format.  Settings as in the scalar model: ``ctx=``
+    and keyword overrides (``rounding=``, ``saturate=``, ``ftz=``, ``daz=``,
+    ``tininess=``, ``sr_bits=``, ``nan=``).  Stochastic rounding takes
+    ``random_bits=`` (an unsigned integer array broadcastable to ``values``,
+    each in ``[0, 2**sr_bits)``) or draws one number per element, in order,
+    from ``rng=`` (a :class:`numpy.random.Generator` or a seed) or else from
+    the context's generator (a numpy Generator is used directly; a
+    :class:`random.Random` seeds one with 64 bits drawn from it).  The flags
+    of all elements go into the context; ``return_flags=True`` also returns a
+    uint8 array of per-element flags.
+
+    >>> codes, flags = encode(np.array([1.0, 1e-5, 1e6], np.float32), "fp16",
+    ...                       return_flags=True)
+    >>> [hex(c) for c in codes]
+    ['0x3c00', '0xa8', '0x7c00']
+    >>> [fpsim.Flag(int(f)).names() for f in flags]
+    [[], ['underflow', 'inexact'], ['overflow', 'inexact']]
+    """
+    fmt = _lookup(fmt)
+    if fmt.width > 32:
+        raise ValueError(f"array encode supports formats up to 32 bits; {fmt.name} is "
+                         f"{fmt.width} (use the scalar model)")
+    ctx, key = resolve(ctx, overrides)
+    mode, saturate, ftz, daz, before, sr_bits, nan = key
+    a = np.asarray(values)
+    source = _source_format(a, src)
+    if source.width > 64 or source.precision > 53:
+        raise ValueError(f"source format {source.name} is wider than the array engine reads")
+    check_chunk_size(chunk_size)
+    flat = a.reshape(-1)
+    bits = None
+    if mode is Rounding.SR:
+        bits = random_source(random_bits, rng, ctx, a.shape, sr_bits)
+    elif random_bits is not None or rng is not None:
+        raise ValueError("random_bits= and rng= are only used by stochastic rounding "
+                         "(rounding='sr')")
+    out = np.empty(flat.shape, code_dtype(fmt))
+    all_flags = np.empty(flat.shape, np.uint8) if return_flags else None
+    lut = None
+    if bits is None and source.width <= 16 and flat.size > (1 << source.width) // 8:
+        lut = _lookup_table(fmt, source, key)
+    seen = 0
+    for start in builtins.range(0, flat.size, chunk_size):
+        stop = min(start + chunk_size, flat.size)
+        rand = None
+        if bits is not None:
+            rand = bits(start, stop)
+        if lut is not None:
+            index = codes_of(flat[start:stop], source).astype(np.intp)
+            codes, flags = lut[0][index], lut[1][index]
+        else:
+            codes, flags = _encode_chunk(fmt, source, flat[start:stop], key, rand)
+        out[start:stop] = codes
+        if all_flags is not None:
+            all_flags[start:stop] = flags
+        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
+    if seen:
+        ctx._flags[0] |= seen
+    out = out.reshape(a.shape)
+    if return_flags:
+        return out, all_flags.reshape(a.shape)  # type: ignore[union-attr]
+    return out
+
+
+_TABLES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and flags of every code of a source format of at most 16 bits,
+    computed once by the same vectorized kernel: a conversion from such a
+    source is then one indexing (deterministic modes only)."""
+    k = (fmt, source, key)
+    table = _TABLES.get(k)
+    if table is None:
+        every = np.arange(1 << source.width, dtype=code_dtype(source))
+        try:
+            table = _encode_chunk(fmt, source, every, key, None)
+        except ValueError:
+            # Some code of the source cannot be converted (a NaN into a format
+            # without NaN): let the chunks raise for the codes actually present.
+            table = None
+        if table is not None:
+            if len(_TABLES) >= 64:
+                _TABLES.pop(next(iter(_TABLES)))
+            _TABLES[k] = table
+    return table  # type: ignore[return-value]
+
+
+def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any, ...],
+                  rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    codes = codes_of(chunk, source)
+    is_nan, is_inf, negative, sig, exp = fields(source, codes)
+    finite = ~(is_nan | is_inf)
+    if key[3] and source.subnormals:  # daz
+        sig = np.where(finite & (sig < U64(1 << source.mantissa_bits)), U64(0), sig)
+    out, flags = _specials_codes(fmt, source, codes, is_nan, is_inf, negative, key[1], key[6])
+    round_values(fmt, negative, sig, exp, None, key, rand, out, flags, finite)
+    return out, flags
+
+
+def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A001
+          **kwargs: Any) -> Any:
+    """Like :func:`encode`, but returns values of ``fmt``'s numpy/ml_dtypes
+    dtype where one exists (float16, float32, bfloat16, float8_*), codes
+    otherwise.
+
+    >>> y = round(np.array([0.1, 1000.0]), "e4m3")
+    >>> y.dtype.name, y.astype(np.float64).tolist()
+    ('float8_e4m3fn', [0.1015625, nan])
+    """
+    fmt = _lookup(fmt)
+    result = encode(values, fmt, ctx, **kwargs)
+    dt = value_dtype(fmt)
+    if dt is None:
+        return result
+    if isinstance(result, tuple):
+        return result[0].view(dt), result[1]
+    return result.view(dt)
+
+
+def convert(codes: Any, src: Format | str, dst: Format | str, ctx: Context | None = None,
+            **kwargs: Any) -> Any:
+    """Convert codes of ``src`` to codes of ``dst`` (one rounding each, NaN
+    rules of the context's policy), as :func:`fpsim.convert` does per element.
+
+    >>> [hex(c) for c in convert(np.array([0x3555, 0x7c00], np.uint16), "fp16", "e4m3")]
+    ['0x2b', '0x7f']
+    """
+    return encode(np.asarray(codes), dst, ctx, src=src, **kwargs)
+
+
+import fpsim  # noqa: E402,F401  (doctests)

@@ -1,0 +1,253 @@
+"""The rounding kernel on arrays: :func:`fpsim.rounding.round_exact` written
+with numpy integer operations, step by step, for many values at once.
+
+An exact value reaches it as ``(negative, sig, exp, sticky)``: the magnitude
+is ``(sig + d) × 2**exp`` with ``d = 0`` where ``sticky`` is false and some
+``0 < d < 1`` where it is true (the bits below ``sig`` that an operation
+could not keep, only known to be nonzero).  ``sig`` is a uint64 below 2**62.
+A sticky value rounds exactly as the scalar kernel rounds the exact value
+provided ``sig`` holds at least ``precision + 1`` bits (the rounding position
+then lies above ``sig``'s last bit, and the discarded part is a guard bit
+plus a sticky bit), and, for stochastic rounding, ``precision + sr_bits``
+bits (so that the ``sr_bits`` bits below the last place are all known).  The
+operations in :mod:`fpsim.array._arith` guarantee that or fall back to the
+scalar model.
+
+The test suite proves every function here equal to the scalar kernel code for
+code and flag for flag (exhaustively where the space is small).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..formats import Format, Specials
+from ..modes import Rounding
+from ..nans import NanPolicy
+from ..rounding import (
+    INEXACT,
+    INVALID,
+    OVERFLOW,
+    UNDERFLOW,
+    _overflow,
+    nan_code,
+    nan_or_error,
+)
+
+I64 = np.int64
+U64 = np.uint64
+U8 = np.uint8
+
+
+def fields(fmt: Format, codes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Vectorized :func:`fpsim.arith._decode` of uint64 codes:
+    ``(is_nan, is_inf, negative, sig, exp)`` with ``|value| = sig × 2**exp``."""
+    m = fmt.mantissa_bits
+    sign = U64(fmt.sign_bit)
+    mag = codes & U64(fmt.magnitude_mask)
+    negative = (codes & sign) != 0
+    if fmt.specials is Specials.IEEE:
+        is_inf = mag == U64(fmt.inf_code)
+        is_nan = mag > U64(fmt.inf_code)
+    elif fmt.specials is Specials.FN:
+        is_inf = np.zeros(codes.shape, bool)
+        is_nan = mag == U64(fmt.magnitude_mask)
+    elif fmt.specials is Specials.FNUZ:
+        is_inf = np.zeros(codes.shape, bool)
+        is_nan = codes == sign
+    else:
+        is_inf = np.zeros(codes.shape, bool)
+        is_nan = np.zeros(codes.shape, bool)
+    e_field = (mag >> U64(m)).astype(I64)
+    frac = mag & U64((1 << m) - 1)
+    if fmt.subnormals:
+        sub = e_field == 0
+        sig = np.where(sub, frac, frac | U64(1 << m))
+        exp = np.where(sub, fmt.emin - m, e_field - fmt.bias - m)
+    else:
+        sig = frac | U64(1 << m)
+        exp = e_field - fmt.bias - m
+    return is_nan, is_inf, negative, sig, exp.astype(I64)
+
+
+def is_signaling(fmt: Format, codes: np.ndarray, is_nan: np.ndarray) -> np.ndarray:
+    """Which NaN codes are signaling (IEEE-style formats: quiet bit clear)."""
+    if fmt.specials is not Specials.IEEE:
+        return np.zeros(codes.shape, bool)
+    return is_nan & ((codes >> U64(fmt.mantissa_bits - 1)) & U64(1) == 0)
+
+
+def bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit lengths of uint64 values below 2**63, as int64."""
+    # float64 may round a value above 2**53 up to the next power of two;
+    # one comparison corrects that.
+    n = np.frexp(x.astype(np.float64))[1].astype(I64)
+    over = (n > 0) & (x < (U64(1) << np.clip(n - 1, 0, 63).astype(U64)))
+    return n - over
+
+
+def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndarray,
+              sticky: np.ndarray | None, mode: Rounding, rand: np.ndarray | None,
+              sr_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized :func:`fpsim.rounding.quantize`: the multiple of ``2**q``
+    (as int64) and whether it is inexact."""
+    shift = q - exp
+    left = np.clip(-shift, 0, 62)
+    right = np.clip(shift, 0, 63)
+    kept = np.where(shift <= 0, sig << left.astype(U64), sig >> right.astype(U64))
+    # The remainder below the kept bits; a shift of 64 or more keeps nothing.
+    mask = np.where(shift >= 64, ~U64(0), (U64(1) << right.astype(U64)) - U64(1))
+    kept = np.where(shift >= 64, U64(0), kept)
+    rem = np.where(shift > 0, sig & mask, U64(0))
+    half = np.where(shift >= 64, ~U64(0), U64(1) << np.clip(shift - 1, 0, 63).astype(U64))
+    inexact = rem != 0
+    at_half = np.where(shift > 64, False, rem == half)
+    above = np.where(shift > 64, False, rem > half)
+    if sticky is not None:
+        inexact |= sticky
+        above |= at_half & sticky
+        at_half &= ~sticky
+    tie = at_half & inexact
+    if mode is Rounding.RNE:
+        up = above | (tie & ((kept & U64(1)) == 1))
+    elif mode is Rounding.RNA:
+        up = above | tie
+    elif mode is Rounding.RTZ:
+        up = np.zeros(sig.shape, bool)
+    elif mode is Rounding.RUP:
+        up = ~negative
+    elif mode is Rounding.RDN:
+        up = negative.copy()
+    elif mode is Rounding.RTO:
+        kept = np.where(inexact, kept | U64(1), kept)
+        up = np.zeros(sig.shape, bool)
+    else:  # stochastic: up iff floor(frac × 2**R) + r >= 2**R
+        assert rand is not None
+        r = sr_bits
+        down_shift = shift - r  # frac_bits = rem >> (shift - R), or rem << (R - shift)
+        frac_bits = np.where(
+            down_shift >= 0,
+            np.where(down_shift >= 64, U64(0), rem >> np.clip(down_shift, 0, 63).astype(U64)),
+            rem << np.clip(-down_shift, 0, 63).astype(U64))
+        full = U64((1 << r) - 1)
+        up = (frac_bits != 0) & (rand >= (full - frac_bits + U64(1)))
+    up &= inexact
+    return kept.astype(I64) + up.astype(I64), inexact
+
+
+def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.ndarray,
+                 sticky: np.ndarray | None, mode: Rounding, saturate: bool, ftz: bool,
+                 before: bool, rand: np.ndarray | None, sr_bits: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized :func:`fpsim.rounding.round_exact` for nonzero ``sig``:
+    ``(codes as uint64, flags as uint8)``."""
+    m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
+    e = exp + bit_length(sig) - 1
+    q = np.where(e < emin, qmin, e - m) if subnormals else e - m
+    kept, inexact = _quantize(sig, exp, q, negative, sticky, mode, rand, sr_bits)
+    code = ((q - qmin) << m) + kept - offset
+    flags = np.where(inexact, INEXACT, 0).astype(U8)
+
+    low = e < emin
+    if before:
+        tiny = low
+    elif not subnormals:
+        tiny = low & (code < 0)
+    else:
+        tiny = low & (code < (1 << m))
+        if mode is not Rounding.SR:
+            tiny |= low & (e < emin - 1)
+            edge = low & (e == emin - 1) & (code >= (1 << m))
+            if edge.any():
+                full, _ = _quantize(sig, exp, e - m, negative, sticky, mode, rand, sr_bits)
+                tiny |= edge & (full < (1 << (m + 1)))
+    if not subnormals:
+        clamp = tiny & (code < 0)
+        code = np.where(clamp, 0, code)
+        flags = np.where(clamp, INEXACT, flags)
+    flags = np.where(tiny & (flags != 0), flags | UNDERFLOW, flags).astype(U8)
+    if ftz and subnormals:
+        code = np.where(tiny, 0, code)
+        flags = np.where(tiny, UNDERFLOW | INEXACT, flags).astype(U8)
+
+    over = code > max_code
+    if over.any():
+        code = np.where(over, _overflow_codes(fmt, negative, mode, saturate), code)
+        flags = np.where(over, OVERFLOW | INEXACT, flags).astype(U8)
+    signed = np.where(code == 0, negative_zero, sign_bit)
+    # Overflow codes already carry their sign (NaN codes may have no sign bit).
+    code = np.where(negative & ~over, code | signed, code)
+    return code.astype(U64), flags
+
+
+def _overflow_codes(fmt: Format, negative: np.ndarray, mode: Rounding,
+                    saturate: bool) -> np.ndarray:
+    pos = _overflow(fmt, False, mode, saturate)
+    neg = _overflow(fmt, True, mode, saturate)
+    return np.where(negative, neg, pos).astype(I64)
+
+
+def round_values(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.ndarray,
+                 sticky: np.ndarray | None, key: tuple[Any, ...], rand: np.ndarray | None,
+                 out: np.ndarray, flags: np.ndarray, where: np.ndarray) -> None:
+    """Round the exact values selected by ``where`` (zeros included) into
+    ``out`` and ``flags``, as :func:`fpsim.rounding.round_exact` would."""
+    mode, saturate, ftz, _daz, before, sr_bits, _nan = key
+    zero = where & (sig == 0)
+    if zero.any():
+        if fmt.has_zero:
+            zcode = np.where(negative & fmt.has_negative_zero, U64(fmt.sign_bit), U64(0))
+            out[zero] = np.broadcast_to(zcode, zero.shape)[zero]
+            flags[zero] = 0
+        else:  # a format without zero (E8M0): NaN and INVALID
+            zcode = np.where(negative, U64(nan_or_error(fmt, True, "zero")),
+                             U64(nan_or_error(fmt, False, "zero")))
+            out[zero] = np.broadcast_to(zcode, zero.shape)[zero]
+            flags[zero] = INVALID
+    nonzero = where & (sig != 0)
+    if not fmt.signed:
+        bad = nonzero & negative
+        if bad.any():
+            out[bad] = nan_or_error(fmt, False, "a negative value")
+            flags[bad] = INVALID
+            nonzero &= ~bad
+    if nonzero.all():
+        c, f = round_finite(fmt, negative, sig, exp, sticky, mode, saturate, ftz, before,
+                            rand, sr_bits)
+        out[...] = c
+        flags[...] = f
+    elif nonzero.any():
+        idx = np.nonzero(nonzero)[0]
+        c, f = round_finite(fmt, negative[idx], sig[idx], exp[idx],
+                            None if sticky is None else sticky[idx], mode, saturate, ftz,
+                            before, None if rand is None else rand[idx], sr_bits)
+        out[idx] = c
+        flags[idx] = f
+
+
+def nan_results(fmt: Format, operands: list[np.ndarray], nans: list[np.ndarray],
+                pol: NanPolicy) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorized :func:`fpsim.nans.propagate`: the NaN result of elements
+    with at least one NaN operand (``operands`` are uint64 codes in operand
+    order, ``nans`` their NaN masks), and INVALID where one is signaling."""
+    signaling = [is_signaling(fmt, c, n) for c, n in zip(operands, nans)]
+    any_signaling = np.logical_or.reduce(signaling)
+    flags = np.where(any_signaling, INVALID, 0).astype(U8)
+    if not pol.propagate:
+        return np.full(operands[0].shape, nan_code(fmt, pol.default_negative), U64), flags
+    # The chosen operand: the first NaN, or under prefer_signaling the first
+    # signaling NaN where there is one.  Walk the operands last to first so
+    # that earlier ones win.
+    chosen = np.zeros(operands[0].shape, U64)
+    for c, n in zip(reversed(operands), reversed(nans)):
+        chosen = np.where(n, c, chosen)
+    if pol.prefer_signaling:
+        for c, s in zip(reversed(operands), reversed(signaling)):
+            chosen = np.where(s & any_signaling, c, chosen)
+    negative = (chosen & U64(fmt.sign_bit)) != 0
+    code = np.where(negative, U64(nan_code(fmt, True)), U64(nan_code(fmt, False)))
+    if fmt.specials is Specials.IEEE:  # the payload below the quiet bit carries
+        code |= chosen & U64((1 << (fmt.mantissa_bits - 1)) - 1)
+    return code, flags
