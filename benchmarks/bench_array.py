@@ -8,7 +8,12 @@
   against gfloat's ``round_ndarray`` + ``encode_ndarray`` (goal: at least 10x
   faster);
 * peak extra memory of encoding float32 values to FP16 (tracemalloc), as a
-  multiple of the output size (goal: at most 3x).
+  multiple of the output size (goal: at most 3x), with the proxy table
+  already built and from a cold start (the table built inside the call);
+* elementwise add and mul in E4M3, BF16 and FP16 (rne), in ns per element
+  (goal: at most 20), beside ml_dtypes' / numpy's own ``x + y`` and
+  ``x * y`` on the same arrays (which compute in float32 and round once more:
+  the same results for these formats in rne, without flags).
 
 Prints medians and ratios; asserts nothing about time.  Run
 ``python benchmarks/bench_array.py [-n 1000000 10000000]``.
@@ -27,6 +32,7 @@ import numpy as np
 
 import fpsim
 from fpsim import array
+from fpsim.array._convert import _TABLES
 
 try:
     from gfloat import RoundMode, encode_ndarray, round_ndarray
@@ -98,13 +104,28 @@ def main() -> None:
             print(f"{name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} {peer / ours:>13.1f}"
                   "   (goal >= 10)")
 
-        tracemalloc.start()
-        out = array.encode(x32, fpsim.FP16)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(f"\npeak memory of encode float32 -> fp16: {peak / 2**20:.1f} MiB = "
-              f"{peak / out.nbytes:.2f}x the {out.nbytes / 2**20:.1f} MiB output "
-              "(includes the output; goal <= 3x beyond input and output)")
+        print()
+        for state in ("warm", "cold"):
+            if state == "cold":
+                _TABLES.clear()
+            tracemalloc.start()
+            out = array.encode(x32, fpsim.FP16)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(f"peak memory of encode float32 -> fp16 ({state}): {peak / 2**20:.1f} MiB = "
+                  f"{(peak - out.nbytes) / out.nbytes:.2f}x the {out.nbytes / 2**20:.1f} MiB "
+                  "output beyond it (goal <= 3x)")
+
+        print(f"\n{'elementwise (rne)':<24} {'fpsim ns':>9} {'peer ns':>9} {'fpsim/peer':>11}")
+        for fmt, dt in (targets[2], targets[1], targets[0]):
+            x, y = _values(n, dt), _values(n, dt)[::-1].copy()
+            for name, peer_op in (("add", np.add), ("mul", np.multiply)):
+                op = getattr(array, name)
+                op(x, y)  # builds the tables once
+                ours = _median(lambda o=op: o(x, y), args.repeats) / n
+                peer = _median(lambda p=peer_op: p(x, y), args.repeats) / n
+                print(f"{fmt.name + ' ' + name:<24} {ours * 1e9:>9.1f} {peer * 1e9:>9.1f} "
+                      f"{ours / peer:>11.1f}   (goal <= 20 ns)")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..context import Context, resolve
-from ..formats import Format
+from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
 from ..modes import Rounding, Tininess
 from ..nans import default_nan
@@ -46,7 +46,9 @@ from ._common import (
     random_source,
     value_dtype,
 )
+from ._convert import _lookup_table, decode
 from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
+from ._proxy import nudge_toward, proxy_for, proxy_index
 
 __all__ = ["add", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]
@@ -148,7 +150,9 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
         raise ValueError("random_bits= and rng= are only used by stochastic rounding "
                          "(rounding='sr')")
     if _fits(op, fmt, key):
-        compute = _table_op(op, fmt, key) if bits is None else None
+        compute = None
+        if bits is None:
+            compute = _table_op(op, fmt, key) or _float_op(op, fmt, key, operands.size)
         if compute is None:
             chunk_op = _CHUNK_OPS[op]
             compute = lambda cs, rand: chunk_op(fmt, cs, key, rand)  # noqa: E731
@@ -218,6 +222,100 @@ def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] 
         return codes[index], flags[index]
 
     return lookup
+
+
+def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
+              ) -> Callable[..., Any] | None:
+    """add, sub and mul of a format of at most 16 bits in a deterministic
+    mode, through binary floating point: products of the format's values are
+    exact in float32 or float64, sums are exact with TwoSum's error term,
+    and the proxy table of :mod:`fpsim.array._proxy` rounds them, flags
+    included.  Elements with a NaN or infinite operand or an infinite
+    intermediate, exact zero sums (whose sign IEEE fixes by the mode) and the
+    rare intermediates the proxy leaves unsure take the integer path."""
+    if op not in ("add", "sub", "mul") or fmt.width > 16 or size < (1 << 15):
+        return None
+    proxy = proxy_for(fmt)
+    if proxy is None:
+        return None
+    work = _exact_float(op, fmt)
+    if work is None:
+        return None
+    table = _lookup_table(fmt, proxy, (*key[:3], False, *key[4:]))
+    if table is None:
+        return None
+    dtype, source = work
+    values = _float_values(fmt, key[3], dtype)
+    chunk_op = _CHUNK_OPS[op]
+
+    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        a, b = cs
+        x, y = values[a], values[b]
+        with np.errstate(all="ignore"):  # NaN and inf lanes are redone below
+            s, bits, sticky = _float_result(op, x, y)
+        index, redo = proxy_index(bits, source, proxy, False)
+        if sticky is not None:
+            index |= sticky
+        codes, flags = table[0][index], table[1][index]
+        redo |= ~np.isfinite(s)
+        if op != "mul":
+            redo |= s == 0
+        if redo.any():
+            i = np.flatnonzero(redo)
+            codes[i], flags[i] = chunk_op(fmt, [a[i].astype(U64), b[i].astype(U64)], key, None)
+        return codes, flags
+
+    return compute
+
+
+def _exact_float(op: str, fmt: Format) -> tuple[type, Format] | None:
+    """The binary type (float32, else float64) that holds every value of
+    ``fmt`` and, for ``mul``, every product exactly (2p bits, in its normal
+    range), with the matching source format; None if neither does.  Sums
+    need no more: TwoSum's error term is exact (an overflowing sum is redone)."""
+    p, lo, hi = fmt.precision, fmt.emin - fmt.mantissa_bits, fmt.emax + 1
+    for dtype, source in ((np.float32, FP32), (np.float64, FP64)):
+        if p > source.precision or lo < source.emin - source.mantissa_bits or hi > source.emax:
+            continue  # the values themselves do not fit
+        if op != "mul" or (2 * p <= source.precision and 2 * lo >= source.emin
+                           and 2 * hi <= source.emax):
+            return dtype, source
+    return None
+
+
+def _float_result(op: str, x: np.ndarray, y: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The binary result, bits whose round-to-odd is the exact result's, and
+    the sticky bit the rounding lost (None where exact)."""
+    unsigned = f"u{x.dtype.itemsize}"
+    if op == "mul":
+        s = x * y
+        return s, s.view(unsigned), None
+    if op == "sub":
+        y = np.negative(y, out=y)
+    s = x + y
+    # TwoSum (Knuth): s + err == x + y exactly.
+    yv = s - x
+    err = (x - (s - yv)) + (y - yv)
+    bits, sticky = nudge_toward(s.view(unsigned), err)
+    return s, bits, sticky
+
+
+_FLOAT_VALUES: dict[tuple[Format, bool, type], np.ndarray] = {}
+
+
+def _float_values(fmt: Format, daz: bool, dtype: type) -> np.ndarray:
+    """Every code's value as ``dtype`` (exact; subnormals as zeros of their
+    sign under DAZ)."""
+    k = (fmt, daz, dtype)
+    if k not in _FLOAT_VALUES:
+        codes = np.arange(1 << fmt.width, dtype=U64)
+        values = decode(codes, fmt)
+        if daz:
+            subnormal = (fields(fmt, codes)[3] < U64(1 << fmt.mantissa_bits)) & (values != 0)
+            values[subnormal] = np.copysign(0.0, values[subnormal])
+        _FLOAT_VALUES[k] = values.astype(dtype)
+    return _FLOAT_VALUES[k]
 
 
 def _scalar_chunk(op: str, fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],

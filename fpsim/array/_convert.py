@@ -27,12 +27,13 @@ beyond the output (and the optional per-element flags).
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..context import Context, resolve
-from ..formats import Format
+from ..formats import Format, Specials
 from ..formats import format as _lookup
 from ..modes import Rounding
 from ..nans import convert_nan
@@ -47,6 +48,7 @@ from ._common import (
     value_dtype,
 )
 from ._kernel import U64, fields, round_values
+from ._proxy import proxy_for, proxy_index
 
 __all__ = ["decode", "encode", "round", "convert"]
 
@@ -177,20 +179,12 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
                          "(rounding='sr')")
     out = np.empty(flat.shape, code_dtype(fmt))
     all_flags = np.empty(flat.shape, np.uint8) if return_flags else None
-    lut = None
-    if bits is None and source.width <= 16 and flat.size > (1 << source.width) // 8:
-        lut = _lookup_table(fmt, source, key)
+    convert_chunk = _chunk_converter(fmt, source, key, flat.size, bits is not None)
     seen = 0
     for start in builtins.range(0, flat.size, chunk_size):
         stop = min(start + chunk_size, flat.size)
-        rand = None
-        if bits is not None:
-            rand = bits(start, stop)
-        if lut is not None:
-            index = codes_of(flat[start:stop], source).astype(np.intp)
-            codes, flags = lut[0][index], lut[1][index]
-        else:
-            codes, flags = _encode_chunk(fmt, source, flat[start:stop], key, rand)
+        rand = bits(start, stop) if bits is not None else None
+        codes, flags = convert_chunk(flat[start:stop], rand)
         out[start:stop] = codes
         if all_flags is not None:
             all_flags[start:stop] = flags
@@ -203,29 +197,89 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     return out
 
 
+Converter = Callable[[np.ndarray, Any], tuple[np.ndarray, np.ndarray]]
+
+
+def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: int,
+                     stochastic: bool) -> Converter:
+    """How to convert the chunks: by a table of every source code (sources of
+    at most 16 bits), by a table of every code of the round-to-odd proxy
+    (:mod:`fpsim.array._proxy`; wider IEEE-style sources), or by the
+    vectorized kernel (stochastic rounding, small arrays, the rest).  Tables
+    serve deterministic modes only, and are built when the array is large
+    enough to pay for them."""
+    general: Converter = lambda chunk, rand: _encode_chunk(fmt, source, chunk, key, rand)  # noqa: E731
+    if stochastic:
+        return general
+    if source.width <= 16:
+        table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
+        if table is None:
+            return general
+        codes, flags = table
+        return lambda chunk, rand: _gather(table, codes_of(chunk, source).astype(np.intp))
+    proxy = proxy_for(fmt)
+    if (proxy is None or source.specials is not Specials.IEEE
+            or source.mantissa_bits < proxy.mantissa_bits or size <= (1 << proxy.width) // 8):
+        return general
+    # The table is DAZ-free: proxy_index applies DAZ to the source's subnormals.
+    table = _lookup_table(fmt, proxy, (*key[:3], False, *key[4:]))
+    if table is None:
+        return general
+
+    def via_proxy(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        index, unsure = proxy_index(_raw_bits(chunk, source), source, proxy, key[3])
+        codes, flags = _gather(table, index)
+        if unsure.any():
+            codes[unsure], flags[unsure] = general(chunk[unsure], None)
+        return codes, flags
+
+    return via_proxy
+
+
+def _gather(table: tuple[np.ndarray, np.ndarray], index: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    return table[0][index], table[1][index]
+
+
+def _raw_bits(chunk: np.ndarray, source: Format) -> np.ndarray:
+    """The source codes of a chunk as unsigned integers of the array's width
+    (a view of float arrays in native byte order)."""
+    if chunk.dtype.kind in "iu":
+        return codes_of(chunk, source)
+    if not chunk.dtype.isnative:
+        chunk = chunk.astype(chunk.dtype.newbyteorder("="))
+    return chunk.view(f"u{chunk.dtype.itemsize}")
+
+
 _TABLES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
+_TABLE_BYTES = 256 << 20  # the most memory the tables of the cache may hold
 
 
 def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and flags of every code of a source format of at most 16 bits,
-    computed once by the same vectorized kernel: a conversion from such a
-    source is then one indexing (deterministic modes only)."""
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and flags of every code of ``source`` (at most 2**22 codes),
+    computed once, chunk by chunk, by the vectorized kernel: a conversion
+    from such a source is then one indexing (deterministic modes only)."""
     k = (fmt, source, key)
     table = _TABLES.get(k)
     if table is None:
-        every = np.arange(1 << source.width, dtype=code_dtype(source))
+        n = 1 << source.width
+        codes = np.empty(n, code_dtype(fmt))
+        flags = np.empty(n, np.uint8)
         try:
-            table = _encode_chunk(fmt, source, every, key, None)
+            for start in builtins.range(0, n, DEFAULT_CHUNK):
+                every = np.arange(start, min(n, start + DEFAULT_CHUNK), dtype=U64)
+                codes[start:start + every.size], flags[start:start + every.size] = (
+                    _encode_chunk(fmt, source, every, key, None))
         except ValueError:
             # Some code of the source cannot be converted (a NaN into a format
             # without NaN): let the chunks raise for the codes actually present.
-            table = None
-        if table is not None:
-            if len(_TABLES) >= 64:
-                _TABLES.pop(next(iter(_TABLES)))
-            _TABLES[k] = table
-    return table  # type: ignore[return-value]
+            return None
+        table = (codes, flags)
+        while _TABLES and sum(c.nbytes + f.nbytes for c, f in _TABLES.values()) > _TABLE_BYTES:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[k] = table
+    return table
 
 
 def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any, ...],

@@ -1,0 +1,128 @@
+"""Fast conversion of wide binary values through a round-to-odd proxy.
+
+Rounding a value to odd at two bits more than a format's precision, and then
+rounding that into the format by any deterministic mode, gives the format's
+correctly rounded result (Boldo and Melquiond, "When double rounding is odd",
+2005): a proxy value is odd exactly when the rounding was inexact, so it never
+lands on a midpoint or a representable value of the coarser format unless the
+exact value did.  The same holds for every flag: the proxy is representable
+in the target exactly when the exact value is, on the same side of every
+power of two (tininess), of the rounding boundaries (underflow) and of the
+overflow threshold.
+
+So a conversion of float32/float64 bits into a target format ``T`` with
+``m`` fraction bits is a table lookup: each value is first rounded to odd
+into a proxy format ``P`` (IEEE-style, ``m + 2`` fraction bits, an exponent
+range reaching two binades past T's on both sides) with a few integer
+operations, and the proxy code indexes a table of T's codes and flags for
+every proxy code, built once per setting by the vectorized kernel.  Values
+beyond P's range are clamped to a proxy value that T rounds the same way:
+below ``T.min_subnormal / 4`` every nonzero value gives T the same result and
+flags, and above ``4 × 2**T.emax`` every value overflows in every mode.
+
+The proxy is built only when its table is small (at most 2**22 codes):
+FP16, BF16, TF32 and the FP8/FP6/FP4 formats qualify, FP32 does not.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ..formats import Format
+
+__all__ = ["proxy_for", "proxy_index"]
+
+_MAX_INDEX_BITS = 22
+
+
+@cache
+def proxy_for(target: Format) -> Format | None:
+    """The round-to-odd proxy format of ``target``, or None where its table
+    would be too large (or the target has no sign bit, as E8M0)."""
+    if not target.signed or not target.has_zero:
+        return None
+    m = target.mantissa_bits + 2
+    lo = target.emin - target.mantissa_bits - 2     # P's emin: below T.min_subnormal / 2
+    hi = target.emax + 2                            # P's emax: overflows T in every mode
+    e_bits = 1
+    while (1 << e_bits) - 3 + lo < hi:
+        e_bits += 1
+    if 1 + e_bits + m > _MAX_INDEX_BITS:
+        return None
+    return Format(f"proxy-{target.name}", e_bits, m, 1 - lo)
+
+
+def proxy_index(bits: np.ndarray, source: Format, proxy: Format, daz: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Round the values with IEEE-style ``source`` codes ``bits`` (unsigned,
+    of the source's width) to odd into ``proxy``: the proxy codes (in the
+    same dtype), and a mask of the elements this cannot do exactly (source
+    subnormals that land inside the proxy's range: rare; the caller converts
+    them by the general path).
+
+    An ordinary element (a normal source value inside P's normal range) is
+    one shift and one add: the exponent and fraction fields are contiguous,
+    so shifting the magnitude right by the fraction bits P drops and adding
+    the difference of biases at P's exponent field rebiases it; the dropped
+    bits OR into the last bit (round to odd).  The rest are patched."""
+    ms, es = source.mantissa_bits, source.exponent_bits
+    mp, ep_bits = proxy.mantissa_bits, proxy.exponent_bits
+    dt = bits.dtype.type
+    width = 8 * bits.dtype.itemsize
+    shift = ms - mp
+    delta = proxy.bias - source.bias
+    top = (1 << ep_bits) - 1                       # P's infinity/NaN exponent field
+    mag = bits & dt((1 << (es + ms)) - 1)
+    index = (mag >> dt(shift)) + dt((delta << mp) % (1 << width))
+    index |= ((mag & dt((1 << shift) - 1)) != 0).astype(dt)
+    # Ordinary elements: source exponent fields in [e_lo, e_hi].
+    e_lo = max(1, 1 - delta)
+    e_hi = min((1 << es) - 2, top - 1 - delta)
+    below = mag < dt(e_lo << ms)
+    above = mag >= dt((e_hi + 1) << ms)
+    unsure = np.zeros(bits.shape, bool)
+    if below.any():
+        # Zeros; values below P's normal range, which all round like any
+        # tiny value (a proxy with only its last bit set); source subnormals:
+        # zeros under DAZ, tiny where the source's subnormals lie below P's
+        # range, else for the general path.
+        subnormal = below & (mag < dt(1 << ms))
+        tiny = below & ~subnormal
+        if subnormal.any():
+            if daz:
+                tiny_sub = np.zeros(bits.shape, bool)
+            elif source.emin <= proxy.emin:
+                tiny_sub = subnormal
+            else:
+                tiny_sub = np.zeros(bits.shape, bool)
+                unsure = subnormal & (mag != 0)
+            tiny |= tiny_sub & (mag != 0)
+        index[below] = tiny[below].astype(dt)
+    if above.any():
+        # Infinities and NaNs keep P's top exponent and the fraction's top
+        # bits (with the sticky bit: a NaN stays a NaN); finite values above
+        # P's range stand in P's top finite binade, where T overflows.
+        special = above & (mag >= dt(((1 << es) - 1) << ms))
+        frac = (mag & dt((1 << ms) - 1)) >> dt(shift)
+        frac |= ((mag & dt((1 << shift) - 1)) != 0).astype(dt)
+        patched = np.where(special, dt(top << mp) | frac, dt((top - 1) << mp))
+        index[above] = patched[above]
+    index |= (bits >> dt(es + ms)) << dt(ep_bits + mp)
+    return index, unsure
+
+
+def nudge_toward(bits: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For a binary ``s`` (as bits) and the exact error ``err`` of the sum it
+    rounds (``s + err`` exact, ``|err| <= ulp(s)/2``, same dtype as ``s``):
+    bits of the same type whose round-to-odd into any coarser format equals
+    that of ``s + err``, and whether ``err`` was nonzero (to OR into the
+    sticky bit).
+
+    Truncation toward zero of ``s + err`` is that of ``s`` unless ``s`` lies
+    on the coarser grid and ``err`` points toward zero; then it is that of
+    the value just below ``s`` in magnitude, which is never on the grid."""
+    inexact = err != 0
+    toward_zero = inexact & (np.signbit(err) != np.signbit(bits.view(err.dtype)))
+    return bits - toward_zero.astype(bits.dtype), inexact
