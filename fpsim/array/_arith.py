@@ -39,6 +39,7 @@ from ..rounding import DIVIDE_BY_ZERO, INVALID
 from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
+    as_array,
     check_chunk_size,
     check_codes,
     code_dtype,
@@ -65,7 +66,7 @@ class _Operands:
     views (or broadcast copies) of each, and what the result is made of."""
 
     def __init__(self, op: str, xs: tuple[Any, ...], fmt: Format | str | None) -> None:
-        arrays = [np.asarray(x) for x in xs]
+        arrays = [as_array(x) for x in xs]
         typed = [a for a in arrays if a.dtype.kind not in "iu"]
         if typed and len(typed) < len(arrays):
             raise TypeError(f"{op}() operands mix values ({typed[0].dtype}) and integer codes; "

@@ -45,6 +45,17 @@ VALUE_DTYPE_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn
           "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 
+def as_array(x: Any) -> np.ndarray:
+    """``x`` as a numpy array without copying where numpy can view it:
+    through ``__array__`` (numpy arrays, PyTorch CPU tensors, ...) or, for
+    objects that only speak DLPack, :func:`numpy.from_dlpack`."""
+    if isinstance(x, np.ndarray):
+        return x
+    if not hasattr(x, "__array__") and hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    return np.asarray(x)
+
+
 def check_codes(a: np.ndarray, fmt: Format) -> None:
     """Integer codes must fit the format's width."""
     if a.size and (a.min() < 0 or int(a.max()) >= (1 << fmt.width)):

@@ -41,6 +41,7 @@ from ..rounding import INVALID, nan_code, nan_or_error
 from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
+    as_array,
     check_chunk_size,
     code_dtype,
     codes_of,
@@ -84,7 +85,7 @@ def decode(codes: Any, fmt: Format | str) -> np.ndarray:
     array([448.,  nan])
     """
     fmt = _lookup(fmt)
-    a = np.asarray(codes)
+    a = as_array(codes)
     if a.dtype.kind not in "iu":
         raise TypeError(f"decode() takes integer codes, got dtype {a.dtype}")
     c = codes_of(a, fmt)
@@ -165,7 +166,7 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
                          f"{fmt.width} (use the scalar model)")
     ctx, key = resolve(ctx, overrides)
     mode, saturate, ftz, daz, before, sr_bits, nan = key
-    a = np.asarray(values)
+    a = as_array(values)
     source = _source_format(a, src)
     if source.width > 64 or source.precision > 53:
         raise ValueError(f"source format {source.name} is wider than the array engine reads")
@@ -322,7 +323,7 @@ def convert(codes: Any, src: Format | str, dst: Format | str, ctx: Context | Non
     >>> [hex(c) for c in convert(np.array([0x3555, 0x7c00], np.uint16), "fp16", "e4m3")]
     ['0x2b', '0x7f']
     """
-    return encode(np.asarray(codes), dst, ctx, src=src, **kwargs)
+    return encode(as_array(codes), dst, ctx, src=src, **kwargs)
 
 
 import fpsim  # noqa: E402,F401  (doctests)
