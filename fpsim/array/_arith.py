@@ -703,6 +703,7 @@ def sqrt(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
     return _run("sqrt", (x,), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
 
 
+# The shared paragraph on operands and settings goes before each example.
 for _f in (add, sub, mul, div, fma, sqrt):
     _f.__doc__ = _f.__doc__.replace("\n\n    >>>", "\n" + _SETTINGS_DOC + "\n    >>>", 1)
 
@@ -766,8 +767,8 @@ def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool
     return np.where(unordered, 2, order), np.where(invalid, INVALID, 0).astype(U8)
 
 
-def _comparison(name: str, accept: tuple[int, ...], signaling_default: bool, what: str
-                ) -> Callable[..., Any]:
+def _comparison(name: str, accept: tuple[int, ...], signaling_default: bool, what: str,
+                example: list[bool]) -> Callable[..., Any]:
     def compare(x: Any, y: Any, ctx: Context | None = None, *,
                 fmt: Format | str | None = None, signaling: bool = signaling_default,
                 return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK) -> Any:
@@ -775,19 +776,23 @@ def _comparison(name: str, accept: tuple[int, ...], signaling_default: bool, wha
 
     compare.__name__ = compare.__qualname__ = name
     compare.__doc__ = (
-        f"{what} elementwise, as :func:`fpsim.arith.{name}` (a bool array; "
-        f"``signaling={signaling_default}`` by default).  Operands as for :func:`add`.")
+        f"{what} elementwise, as :func:`fpsim.arith.{name}`: a bool array "
+        f"(``signaling={signaling_default}`` by default).  Operands as for :func:`add`.\n\n"
+        f"    >>> import numpy as np\n"
+        f"    >>> {name}(np.float16([1.0, 2.0, np.nan]), np.float16(2.0)).tolist()\n"
+        f"    {example}\n")
     return compare
 
 
-eq = _comparison("eq", (0,), False, "compareQuietEqual")
-ne = _comparison("ne", (-1, 1, 2), False, "compareQuietNotEqual (true when unordered)")
-lt = _comparison("lt", (-1,), True, "compareSignalingLess")
-le = _comparison("le", (-1, 0), True, "compareSignalingLessEqual")
-gt = _comparison("gt", (1,), True, "compareSignalingGreater")
-ge = _comparison("ge", (0, 1), True, "compareSignalingGreaterEqual")
+eq = _comparison("eq", (0,), False, "compareQuietEqual", [False, True, False])
+ne = _comparison("ne", (-1, 1, 2), False, "compareQuietNotEqual (true when unordered)",
+                 [True, False, True])
+lt = _comparison("lt", (-1,), True, "compareSignalingLess", [True, False, False])
+le = _comparison("le", (-1, 0), True, "compareSignalingLessEqual", [True, True, False])
+gt = _comparison("gt", (1,), True, "compareSignalingGreater", [False, False, False])
+ge = _comparison("ge", (0, 1), True, "compareSignalingGreaterEqual", [False, True, False])
 unordered = _comparison("unordered", (2,), False,
-                        "compareQuietUnordered (true where either is NaN)")
+                        "compareQuietUnordered (true where either is NaN)", [False, False, True])
 
 
 import fpsim  # noqa: E402,F401  (doctests)
