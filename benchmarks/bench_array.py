@@ -32,7 +32,7 @@ import numpy as np
 
 import fpsim
 from fpsim import array
-from fpsim.array._convert import _TABLES
+from fpsim.array import _tables
 
 try:
     from gfloat import RoundMode, encode_ndarray, round_ndarray
@@ -107,7 +107,7 @@ def main() -> None:
         print()
         for state in ("warm", "cold"):
             if state == "cold":
-                _TABLES.clear()
+                _tables.clear()
             tracemalloc.start()
             out = array.encode(x32, fpsim.FP16)
             _, peak = tracemalloc.get_traced_memory()

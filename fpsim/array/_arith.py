@@ -50,6 +50,7 @@ from ._common import (
 from ._convert import _lookup_table, decode
 from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
 from ._proxy import nudge_toward, proxy_for, proxy_index
+from ._tables import cached
 
 __all__ = ["add", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]
@@ -196,33 +197,18 @@ def _fits(op: str, fmt: Format, key: tuple[Any, ...]) -> bool:
     return p + extra <= 60
 
 
-_TABLES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
-
-
 def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] | None:
     """For a binary operation on an 8-bit format in a deterministic mode,
     the result and flags of all 65,536 operand pairs, computed once by the
-    vectorized path; the operation is then an indexing."""
+    vectorized path; the operation is then one lookup."""
     if fmt.width > 8 or op not in _BINARY:
         return None
-    k = (op, fmt, key)
-    table = _TABLES.get(k)
+    table = cached(("pairs", op, fmt, key), fmt, 1 << 16,
+                   lambda pairs: _CHUNK_OPS[op](fmt, [pairs >> U64(8), pairs & U64(0xFF)],
+                                                key, None))
     if table is None:
-        every = np.arange(1 << 16, dtype=U64)
-        try:
-            table = _CHUNK_OPS[op](fmt, [every >> U64(8), every & U64(0xFF)], key, None)
-        except ValueError:
-            return None  # some pair has no result (a NaN in a format without NaN)
-        if len(_TABLES) >= 64:
-            _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[k] = table
-    codes, flags = table
-
-    def lookup(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
-        index = ((cs[0] << U64(8)) | cs[1]).astype(np.intp)
-        return codes[index], flags[index]
-
-    return lookup
+        return None  # some pair has no result (a NaN in a format without NaN)
+    return lambda cs, rand: table.lookup((cs[0] << U64(8)) | cs[1])
 
 
 def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
@@ -251,13 +237,13 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
 
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
         a, b = cs
-        x, y = values[a], values[b]
+        x, y = np.take(values, a), np.take(values, b)
         with np.errstate(all="ignore"):  # NaN and inf lanes are redone below
             s, bits, sticky = _float_result(op, x, y)
         index, redo = proxy_index(bits, source, proxy, False)
         if sticky is not None:
             index |= sticky
-        codes, flags = table[0][index], table[1][index]
+        codes, flags = table.lookup(index)
         redo |= ~np.isfinite(s)
         if op != "mul":
             redo |= s == 0

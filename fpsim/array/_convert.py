@@ -50,6 +50,7 @@ from ._common import (
 )
 from ._kernel import U64, fields, round_values
 from ._proxy import proxy_for, proxy_index
+from ._tables import Table, cached
 
 __all__ = ["decode", "encode", "round", "convert"]
 
@@ -216,8 +217,7 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
             return general
-        codes, flags = table
-        return lambda chunk, rand: _gather(table, codes_of(chunk, source).astype(np.intp))
+        return lambda chunk, rand: table.lookup(_raw_bits(chunk, source))
     proxy = proxy_for(fmt)
     if (proxy is None or source.specials is not Specials.IEEE
             or source.mantissa_bits < proxy.mantissa_bits or size <= (1 << proxy.width) // 8):
@@ -229,17 +229,12 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
 
     def via_proxy(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
         index, unsure = proxy_index(_raw_bits(chunk, source), source, proxy, key[3])
-        codes, flags = _gather(table, index)
+        codes, flags = table.lookup(index)
         if unsure.any():
             codes[unsure], flags[unsure] = general(chunk[unsure], None)
         return codes, flags
 
     return via_proxy
-
-
-def _gather(table: tuple[np.ndarray, np.ndarray], index: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    return table[0][index], table[1][index]
 
 
 def _raw_bits(chunk: np.ndarray, source: Format) -> np.ndarray:
@@ -252,35 +247,12 @@ def _raw_bits(chunk: np.ndarray, source: Format) -> np.ndarray:
     return chunk.view(f"u{chunk.dtype.itemsize}")
 
 
-_TABLES: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
-_TABLE_BYTES = 256 << 20  # the most memory the tables of the cache may hold
-
-
-def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Codes and flags of every code of ``source`` (at most 2**22 codes),
-    computed once, chunk by chunk, by the vectorized kernel: a conversion
-    from such a source is then one indexing (deterministic modes only)."""
-    k = (fmt, source, key)
-    table = _TABLES.get(k)
-    if table is None:
-        n = 1 << source.width
-        codes = np.empty(n, code_dtype(fmt))
-        flags = np.empty(n, np.uint8)
-        try:
-            for start in builtins.range(0, n, DEFAULT_CHUNK):
-                every = np.arange(start, min(n, start + DEFAULT_CHUNK), dtype=U64)
-                codes[start:start + every.size], flags[start:start + every.size] = (
-                    _encode_chunk(fmt, source, every, key, None))
-        except ValueError:
-            # Some code of the source cannot be converted (a NaN into a format
-            # without NaN): let the chunks raise for the codes actually present.
-            return None
-        table = (codes, flags)
-        while _TABLES and sum(c.nbytes + f.nbytes for c, f in _TABLES.values()) > _TABLE_BYTES:
-            _TABLES.pop(next(iter(_TABLES)))
-        _TABLES[k] = table
-    return table
+def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]) -> Table | None:
+    """The results of every code of ``source`` (at most 2**22 codes) in
+    ``fmt``: a conversion from such a source is then one lookup
+    (deterministic modes only)."""
+    return cached(("convert", fmt, source, key), fmt, 1 << source.width,
+                  lambda codes: _encode_chunk(fmt, source, codes, key, None))
 
 
 def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any, ...],

@@ -17,8 +17,9 @@ range reaching two binades past T's on both sides) with a few integer
 operations, and the proxy code indexes a table of T's codes and flags for
 every proxy code, built once per setting by the vectorized kernel.  Values
 beyond P's range are clamped to a proxy value that T rounds the same way:
-below ``T.min_subnormal / 4`` every nonzero value gives T the same result and
-flags, and above ``4 × 2**T.emax`` every value overflows in every mode.
+every nonzero value below ``T.min_subnormal / 2`` gives T the same result and
+flags (P's smallest normal is ``T.min_subnormal / 4``), and every value above
+``4 × 2**T.emax`` overflows T in every mode.
 
 The proxy is built only when its table is small (at most 2**22 codes):
 FP16, BF16, TF32 and the FP8/FP6/FP4 formats qualify, FP32 does not.
@@ -62,11 +63,13 @@ def proxy_index(bits: np.ndarray, source: Format, proxy: Format, daz: bool
     subnormals that land inside the proxy's range: rare; the caller converts
     them by the general path).
 
-    An ordinary element (a normal source value inside P's normal range) is
-    one shift and one add: the exponent and fraction fields are contiguous,
-    so shifting the magnitude right by the fraction bits P drops and adding
-    the difference of biases at P's exponent field rebiases it; the dropped
-    bits OR into the last bit (round to odd).  The rest are patched."""
+    The magnitude is first clamped into P's normal range: a value below it
+    stands as P's smallest normal (T rounds every nonzero value below
+    ``T.min_subnormal / 2`` alike), a finite value above it as P's largest
+    finite value (T overflows on both).  Then, as exponent and fraction
+    fields are contiguous, one shift drops the fraction bits P has not, the
+    dropped bits OR into the last bit (round to odd), and one add rebiases
+    the exponent.  Zeros, source subnormals, infinities and NaNs are patched."""
     ms, es = source.mantissa_bits, source.exponent_bits
     mp, ep_bits = proxy.mantissa_bits, proxy.exponent_bits
     dt = bits.dtype.type
@@ -74,41 +77,29 @@ def proxy_index(bits: np.ndarray, source: Format, proxy: Format, daz: bool
     shift = ms - mp
     delta = proxy.bias - source.bias
     top = (1 << ep_bits) - 1                       # P's infinity/NaN exponent field
-    mag = bits & dt((1 << (es + ms)) - 1)
-    index = (mag >> dt(shift)) + dt((delta << mp) % (1 << width))
-    index |= ((mag & dt((1 << shift) - 1)) != 0).astype(dt)
-    # Ordinary elements: source exponent fields in [e_lo, e_hi].
-    e_lo = max(1, 1 - delta)
+    e_lo = max(1, 1 - delta)                       # source exponent fields P holds
     e_hi = min((1 << es) - 2, top - 1 - delta)
-    below = mag < dt(e_lo << ms)
-    above = mag >= dt((e_hi + 1) << ms)
+    mag = bits & dt((1 << (es + ms)) - 1)
+    inf_mag = dt(((1 << es) - 1) << ms)
+    special = mag >= inf_mag
+    clamped = np.clip(mag, dt(e_lo << ms), dt(((e_hi + 1) << ms) - 1))
+    index = (clamped >> dt(shift)) + dt((delta << mp) % (1 << width))
+    index |= ((clamped & dt((1 << shift) - 1)) != 0).astype(dt)
     unsure = np.zeros(bits.shape, bool)
-    if below.any():
-        # Zeros; values below P's normal range, which all round like any
-        # tiny value (a proxy with only its last bit set); source subnormals:
-        # zeros under DAZ, tiny where the source's subnormals lie below P's
-        # range, else for the general path.
-        subnormal = below & (mag < dt(1 << ms))
-        tiny = below & ~subnormal
-        if subnormal.any():
-            if daz:
-                tiny_sub = np.zeros(bits.shape, bool)
-            elif source.emin <= proxy.emin:
-                tiny_sub = subnormal
-            else:
-                tiny_sub = np.zeros(bits.shape, bool)
-                unsure = subnormal & (mag != 0)
-            tiny |= tiny_sub & (mag != 0)
-        index[below] = tiny[below].astype(dt)
-    if above.any():
+    small = mag < dt(1 << ms)                      # zeros and source subnormals
+    if small.any():
+        zero = mag == 0
+        if daz:
+            zero = small
+        elif source.emin > proxy.emin:
+            unsure = small & ~zero
+        np.copyto(index, dt(0), where=zero)
+    if special.any():
         # Infinities and NaNs keep P's top exponent and the fraction's top
-        # bits (with the sticky bit: a NaN stays a NaN); finite values above
-        # P's range stand in P's top finite binade, where T overflows.
-        special = above & (mag >= dt(((1 << es) - 1) << ms))
+        # bits with the sticky bit (a NaN stays a NaN, a signaling one too).
         frac = (mag & dt((1 << ms) - 1)) >> dt(shift)
         frac |= ((mag & dt((1 << shift) - 1)) != 0).astype(dt)
-        patched = np.where(special, dt(top << mp) | frac, dt((top - 1) << mp))
-        index[above] = patched[above]
+        np.copyto(index, dt(top << mp) | frac, where=special)
     index |= (bits >> dt(es + ms)) << dt(ep_bits + mp)
     return index, unsure
 
