@@ -135,7 +135,7 @@ def test_proxy_formats_reach_two_binades_past_the_target():
     assert proxy_for(FP32) is None  # its table would be too large: the kernel converts
 
 
-# -- add, sub and mul of 16-bit formats through float64 ---------------------------------
+# -- add, sub and mul of 16-bit formats through float32/float64 ----------------------
 
 FLOAT_PATH = [FP16, BF16]
 FLOAT_PATH_SIZE = 1 << 15  # the smallest array that takes the float64 path
@@ -181,7 +181,7 @@ def scalar_binary(op, fmt, a, b, settings):
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 @pytest.mark.parametrize("fmt", FLOAT_PATH, ids=lambda f: f.name)
-def test_float64_path_equals_scalar_model(fmt, op):
+def test_float_path_equals_scalar_model(fmt, op):
     a, b = operand_pairs(fmt, seed=fmt.mantissa_bits + len(op))
     for i, mode in enumerate(MODES):
         settings = {"rounding": mode, **EXTRA[(i + len(op)) % len(EXTRA)]}

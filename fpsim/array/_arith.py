@@ -45,6 +45,7 @@ from ._common import (
     code_dtype,
     codes_of,
     random_source,
+    raw_codes,
     value_dtype,
 )
 from ._convert import _lookup_table, decode
@@ -102,7 +103,7 @@ class _Operands:
         self.flats = [_flat(a, shape, given) for a in arrays]
 
     def chunk(self, start: int, stop: int) -> list[np.ndarray]:
-        """The operands' uint64 codes of elements ``start:stop``."""
+        """The operands of elements ``start:stop`` (values or codes, as given)."""
         out = []
         for a in self.flats:
             if a.size == 1:
@@ -157,7 +158,7 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
             compute = _table_op(op, fmt, key) or _float_op(op, fmt, key, operands.size)
         if compute is None:
             chunk_op = _CHUNK_OPS[op]
-            compute = lambda cs, rand: chunk_op(fmt, cs, key, rand)  # noqa: E731
+            compute = lambda cs, rand: chunk_op(fmt, _wide(cs), key, rand)  # noqa: E731
     else:
         compute = lambda cs, rand: _scalar_chunk(op, fmt, cs, key, rand)  # noqa: E731
     n = operands.size
@@ -167,7 +168,7 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
     for start in builtins.range(0, n, chunk_size):
         stop = min(start + chunk_size, n)
         rand = bits(start, stop) if bits is not None else None
-        cs = [codes_of(c, fmt, check=False) for c in operands.chunk(start, stop)]
+        cs = [raw_codes(c, fmt, check=False) for c in operands.chunk(start, stop)]
         codes, flags = compute(cs, rand)
         out[start:stop] = codes
         if all_flags is not None:
@@ -179,6 +180,11 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
     if return_flags:
         return out, all_flags.reshape(operands.shape)  # type: ignore[union-attr]
     return out
+
+
+def _wide(cs: list[np.ndarray]) -> list[np.ndarray]:
+    """Operand codes as uint64, as the integer path computes on them."""
+    return [c.astype(U64) for c in cs]
 
 
 def _fits(op: str, fmt: Format, key: tuple[Any, ...]) -> bool:
@@ -208,7 +214,7 @@ def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] 
                                                 key, None))
     if table is None:
         return None  # some pair has no result (a NaN in a format without NaN)
-    return lambda cs, rand: table.lookup((cs[0] << U64(8)) | cs[1])
+    return lambda cs, rand: table.lookup((cs[0].astype(np.uint16) << np.uint16(8)) | cs[1])
 
 
 def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
@@ -217,9 +223,9 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     mode, through binary floating point: products of the format's values are
     exact in float32 or float64, sums are exact with TwoSum's error term,
     and the proxy table of :mod:`fpsim.array._proxy` rounds them, flags
-    included.  Elements with a NaN or infinite operand or an infinite
-    intermediate, exact zero sums (whose sign IEEE fixes by the mode) and the
-    rare intermediates the proxy leaves unsure take the integer path."""
+    included.  Elements with a NaN result, an infinite result of finite
+    operands, an exact zero sum (whose sign IEEE fixes by the mode) or an
+    intermediate the proxy leaves unsure take the integer path."""
     if op not in ("add", "sub", "mul") or fmt.width > 16 or size < (1 << 15):
         return None
     proxy = proxy_for(fmt)
@@ -244,12 +250,19 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
         if sticky is not None:
             index |= sticky
         codes, flags = table.lookup(index)
-        redo |= ~np.isfinite(s)
+        # An infinite operand gives an infinite s, which the table converts as
+        # the scalar model delivers an infinite operand's result; NaN results
+        # (NaN operands, inf - inf, 0 × inf) and infinities from finite
+        # operands (overflow of the working type) are redone.
+        redo |= np.isnan(s)
+        overflowed = np.isinf(s)
+        if overflowed.any():
+            redo |= overflowed & np.isfinite(x) & np.isfinite(y)
         if op != "mul":
             redo |= s == 0
         if redo.any():
             i = np.flatnonzero(redo)
-            codes[i], flags[i] = chunk_op(fmt, [a[i].astype(U64), b[i].astype(U64)], key, None)
+            codes[i], flags[i] = chunk_op(fmt, _wide([a[i], b[i]]), key, None)
         return codes, flags
 
     return compute

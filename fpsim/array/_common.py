@@ -76,6 +76,20 @@ def codes_of(a: np.ndarray, src: Format, check: bool = True) -> np.ndarray:
     return a.view(f"u{a.dtype.itemsize}").astype(U64)
 
 
+def raw_codes(a: np.ndarray, fmt: Format, check: bool = True) -> np.ndarray:
+    """The codes of ``a`` as unsigned integers of the narrowest width that
+    holds them: a float array viewed as its bits (native byte order), an
+    integer array of codes cast to ``code_dtype(fmt)`` (checked unless the
+    caller already did)."""
+    if a.dtype.kind in "iu":
+        if check:
+            check_codes(a, fmt)
+        return a.astype(code_dtype(fmt), copy=False)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    return a.view(f"u{a.dtype.itemsize}")
+
+
 def check_chunk_size(chunk_size: Any) -> None:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")

@@ -46,6 +46,7 @@ from ._common import (
     code_dtype,
     codes_of,
     random_source,
+    raw_codes,
     value_dtype,
 )
 from ._kernel import U64, fields, round_values
@@ -217,7 +218,7 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
             return general
-        return lambda chunk, rand: table.lookup(_raw_bits(chunk, source))
+        return lambda chunk, rand: table.lookup(raw_codes(chunk, source))
     proxy = proxy_for(fmt)
     if (proxy is None or source.specials is not Specials.IEEE
             or source.mantissa_bits < proxy.mantissa_bits or size <= (1 << proxy.width) // 8):
@@ -228,23 +229,13 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         return general
 
     def via_proxy(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
-        index, unsure = proxy_index(_raw_bits(chunk, source), source, proxy, key[3])
+        index, unsure = proxy_index(raw_codes(chunk, source), source, proxy, key[3])
         codes, flags = table.lookup(index)
         if unsure.any():
             codes[unsure], flags[unsure] = general(chunk[unsure], None)
         return codes, flags
 
     return via_proxy
-
-
-def _raw_bits(chunk: np.ndarray, source: Format) -> np.ndarray:
-    """The source codes of a chunk as unsigned integers of the array's width
-    (a view of float arrays in native byte order)."""
-    if chunk.dtype.kind in "iu":
-        return codes_of(chunk, source)
-    if not chunk.dtype.isnative:
-        chunk = chunk.astype(chunk.dtype.newbyteorder("="))
-    return chunk.view(f"u{chunk.dtype.itemsize}")
 
 
 def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]) -> Table | None:

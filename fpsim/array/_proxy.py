@@ -114,6 +114,7 @@ def nudge_toward(bits: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndar
     Truncation toward zero of ``s + err`` is that of ``s`` unless ``s`` lies
     on the coarser grid and ``err`` points toward zero; then it is that of
     the value just below ``s`` in magnitude, which is never on the grid."""
-    inexact = err != 0
+    # (err is NaN where s is infinite: no error then, the infinity is exact.)
+    inexact = np.abs(err) > 0
     toward_zero = inexact & (np.signbit(err) != np.signbit(bits.view(err.dtype)))
     return bits - toward_zero.astype(bits.dtype), inexact
