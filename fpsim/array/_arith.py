@@ -40,12 +40,12 @@ from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
     as_array,
-    check_chunk_size,
     check_codes,
     code_dtype,
     codes_of,
-    random_source,
     raw_codes,
+    run_chunks,
+    stochastic_bits,
     value_dtype,
 )
 from ._convert import _lookup_table, decode
@@ -144,14 +144,7 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
     operands = _Operands(op, xs, fmt)
     fmt = operands.fmt
     ctx, key = resolve(ctx, overrides)
-    check_chunk_size(chunk_size)
-    mode, sr_bits = key[0], key[5]
-    bits = None
-    if mode is Rounding.SR:
-        bits = random_source(random_bits, rng, ctx, operands.shape, sr_bits)
-    elif random_bits is not None or rng is not None:
-        raise ValueError("random_bits= and rng= are only used by stochastic rounding "
-                         "(rounding='sr')")
+    bits = stochastic_bits(key, random_bits, rng, ctx, operands.shape)
     if _fits(op, fmt, key):
         compute = None
         if bits is None:
@@ -161,25 +154,17 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
             compute = lambda cs, rand: chunk_op(fmt, _wide(cs), key, rand)  # noqa: E731
     else:
         compute = lambda cs, rand: _scalar_chunk(op, fmt, cs, key, rand)  # noqa: E731
-    n = operands.size
-    out = np.empty(n, code_dtype(fmt))
-    all_flags = np.empty(n, U8) if return_flags else None
-    seen = 0
-    for start in builtins.range(0, n, chunk_size):
-        stop = min(start + chunk_size, n)
+
+    def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         rand = bits(start, stop) if bits is not None else None
-        cs = [raw_codes(c, fmt, check=False) for c in operands.chunk(start, stop)]
-        codes, flags = compute(cs, rand)
-        out[start:stop] = codes
-        if all_flags is not None:
-            all_flags[start:stop] = flags
-        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
-    if seen:
-        ctx._flags[0] |= seen
-    out = out.reshape(operands.shape).view(operands.result_dtype)
+        return compute([raw_codes(c, fmt, check=False) for c in operands.chunk(start, stop)],
+                       rand)
+
+    result = run_chunks(operands.size, operands.shape, code_dtype(fmt), chunk_size, chunk, ctx,
+                        return_flags)
     if return_flags:
-        return out, all_flags.reshape(operands.shape)  # type: ignore[union-attr]
-    return out
+        return result[0].view(operands.result_dtype), result[1]
+    return result.view(operands.result_dtype)
 
 
 def _wide(cs: list[np.ndarray]) -> list[np.ndarray]:
@@ -414,17 +399,24 @@ def _decode(fmt: Format, codes: np.ndarray, daz: bool) -> tuple[np.ndarray, ...]
     return is_nan, is_inf, negative, sig, exp
 
 
+def _binary(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...]
+            ) -> tuple[_Result, np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The start of a two-operand operation: both operands' fields (DAZ
+    applied), and a result with the NaN operands' results already in."""
+    a, b = cs
+    fa, fb = _decode(fmt, a, key[3]), _decode(fmt, b, key[3])
+    res = _Result(fmt, key, a.shape[0])
+    any_nan = fa[0] | fb[0]
+    res.nans(any_nan, [a, b], [fa[0], fb[0]])
+    return res, any_nan, fa, fb
+
+
 def _add_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
                rand: np.ndarray | None, negate_b: bool = False
                ) -> tuple[np.ndarray, np.ndarray]:
-    a, b = cs
-    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
-    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    res, any_nan, (_, inf_a, na, sa, ea), (_, inf_b, nb, sb, eb) = _binary(fmt, cs, key)
     if negate_b:
         nb = ~nb
-    res = _Result(fmt, key, a.shape[0])
-    any_nan = nan_a | nan_b
-    res.nans(any_nan, [a, b], [nan_a, nan_b])
     both_inf = inf_a & inf_b & ~any_nan
     res.invalid(both_inf & (na != nb))
     res.infinity(both_inf & (na == nb), na)
@@ -484,13 +476,8 @@ def _align(sig: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _mul_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
                rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    a, b = cs
-    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
-    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    res, any_nan, (_, inf_a, na, sa, ea), (_, inf_b, nb, sb, eb) = _binary(fmt, cs, key)
     negative = na != nb
-    res = _Result(fmt, key, a.shape[0])
-    any_nan = nan_a | nan_b
-    res.nans(any_nan, [a, b], [nan_a, nan_b])
     any_inf = (inf_a | inf_b) & ~any_nan
     zero_times_inf = any_inf & (((sa == 0) & ~inf_a) | ((sb == 0) & ~inf_b))
     res.invalid(zero_times_inf)
@@ -501,13 +488,8 @@ def _mul_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
 
 def _div_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
                rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    a, b = cs
-    nan_a, inf_a, na, sa, ea = _decode(fmt, a, key[3])
-    nan_b, inf_b, nb, sb, eb = _decode(fmt, b, key[3])
+    res, any_nan, (_, inf_a, na, sa, ea), (_, inf_b, nb, sb, eb) = _binary(fmt, cs, key)
     negative = na != nb
-    res = _Result(fmt, key, a.shape[0])
-    any_nan = nan_a | nan_b
-    res.nans(any_nan, [a, b], [nan_a, nan_b])
     ok = ~any_nan
     res.invalid(ok & inf_a & inf_b)                              # inf / inf
     res.infinity(ok & inf_a & ~inf_b, negative)
@@ -722,26 +704,13 @@ def _compare(op: str, x: Any, y: Any, ctx: Context | None, fmt: Format | str | N
         ctx = getcontext()
     elif not isinstance(ctx, Context):
         raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
-    check_chunk_size(chunk_size)
-    n = operands.size
-    out = np.empty(n, bool)
-    all_flags = np.empty(n, U8) if return_flags else None
-    seen = 0
-    for start in builtins.range(0, n, chunk_size):
-        stop = min(start + chunk_size, n)
-        a, b = (codes_of(c, fmt, check=False)
-                          for c in operands.chunk(start, stop))
+
+    def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = (codes_of(c, fmt, check=False) for c in operands.chunk(start, stop))
         order, flags = _order(fmt, a, b, signaling)
-        out[start:stop] = np.isin(order, accept)
-        if all_flags is not None:
-            all_flags[start:stop] = flags
-        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
-    if seen:
-        ctx._flags[0] |= seen
-    out = out.reshape(operands.shape)
-    if return_flags:
-        return out, all_flags.reshape(operands.shape)  # type: ignore[union-attr]
-    return out
+        return np.isin(order, accept), flags
+
+    return run_chunks(operands.size, operands.shape, bool, chunk_size, chunk, ctx, return_flags)
 
 
 def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool

@@ -3,6 +3,7 @@ codes out of arrays, chunking, and the random numbers of stochastic rounding."""
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
+from ..modes import Rounding
 from ._kernel import U64
 
 DEFAULT_CHUNK = 1 << 16
@@ -90,9 +92,48 @@ def raw_codes(a: np.ndarray, fmt: Format, check: bool = True) -> np.ndarray:
     return a.view(f"u{a.dtype.itemsize}")
 
 
+def run_chunks(size: int, shape: tuple[int, ...], dtype: Any, chunk_size: int,
+               compute: Any, ctx: Context, return_flags: bool) -> Any:
+    """The loop every array function runs: ``compute(start, stop)`` gives
+    the results and flags of elements ``start:stop``; they fill an output of
+    ``dtype`` and ``shape``, and the flags of all elements are ORed into
+    ``ctx`` once every chunk has succeeded (a call that raises leaves the
+    context's flags as they were)."""
+    check_chunk_size(chunk_size)
+    out = np.empty(size, dtype)
+    all_flags = np.empty(size, np.uint8) if return_flags else None
+    seen = 0
+    for start in builtins.range(0, size, chunk_size):
+        stop = min(start + chunk_size, size)
+        values, flags = compute(start, stop)
+        out[start:stop] = values
+        if all_flags is not None:
+            all_flags[start:stop] = flags
+        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
+    if seen:
+        ctx._flags[0] |= seen
+    out = out.reshape(shape)
+    if all_flags is not None:
+        return out, all_flags.reshape(shape)
+    return out
+
+
 def check_chunk_size(chunk_size: Any) -> None:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+
+
+def stochastic_bits(key: tuple[Any, ...], random_bits: Any, rng: Any, ctx: Context,
+                    shape: tuple[int, ...]) -> Any:
+    """Under stochastic rounding, the random numbers of the result's elements
+    as a function of ``(start, stop)``; None in the other modes, which take
+    neither ``random_bits=`` nor ``rng=``."""
+    if key[0] is Rounding.SR:
+        return random_source(random_bits, rng, ctx, shape, key[5])
+    if random_bits is not None or rng is not None:
+        raise ValueError("random_bits= and rng= are only used by stochastic rounding "
+                         "(rounding='sr')")
+    return None
 
 
 def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ...],

@@ -1,32 +1,14 @@
-"""The array engine: the golden model on whole numpy arrays.
+"""Conversions on arrays: :func:`decode`, :func:`encode`, :func:`round` and
+:func:`convert`, the scalar :func:`fpsim.convert` applied to every element.
 
-Every function here is the scalar model (:mod:`fpsim.rounding`,
-:mod:`fpsim.nans`) applied elementwise, written with numpy integer
-operations that follow :func:`fpsim.rounding.round_exact` step by step; the
-test suite proves the two equal code for code and flag for flag.
-
-So far: :func:`decode`, :func:`encode`, :func:`round` and :func:`convert`
-for formats up to 32 bits wide, from any binary input array (numpy
-float16/32/64, ml_dtypes types, or codes of a known format).  Elementwise
-arithmetic on arrays is not built yet.
-
-Memory: inputs are processed in chunks of ``chunk_size`` elements (default
-65,536); each step allocates a bounded number of chunk-sized temporaries (at
-most ~20 arrays of 8 bytes per element, i.e. ~10 MiB per chunk by default),
-beyond the output (and the optional per-element flags).
-
->>> import numpy as np, fpsim
->>> from fpsim import array
->>> codes = array.encode(np.array([1e-5, 1.0, 70000.0, -0.0]), fpsim.FP16)
->>> [hex(c) for c in codes]
-['0xa8', '0x3c00', '0x7c00', '0x8000']
->>> array.decode(codes, fpsim.FP16).tolist()
-[1.0013580322265625e-05, 1.0, inf, -0.0]
+Chunks are converted by a table of every source code (sources of at most 16
+bits), by the round-to-odd proxy of :mod:`fpsim.array._proxy` (wider
+IEEE-style sources, deterministic modes), or by the vectorized kernel of
+:mod:`fpsim.array._kernel`.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -35,18 +17,17 @@ import numpy as np
 from ..context import Context, resolve
 from ..formats import Format, Specials
 from ..formats import format as _lookup
-from ..modes import Rounding
 from ..nans import convert_nan
 from ..rounding import INVALID, nan_code, nan_or_error
 from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
     as_array,
-    check_chunk_size,
     code_dtype,
     codes_of,
-    random_source,
     raw_codes,
+    run_chunks,
+    stochastic_bits,
     value_dtype,
 )
 from ._kernel import U64, fields, round_values
@@ -167,37 +148,18 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
         raise ValueError(f"array encode supports formats up to 32 bits; {fmt.name} is "
                          f"{fmt.width} (use the scalar model)")
     ctx, key = resolve(ctx, overrides)
-    mode, saturate, ftz, daz, before, sr_bits, nan = key
     a = as_array(values)
     source = _source_format(a, src)
     if source.width > 64 or source.precision > 53:
         raise ValueError(f"source format {source.name} is wider than the array engine reads")
-    check_chunk_size(chunk_size)
     flat = a.reshape(-1)
-    bits = None
-    if mode is Rounding.SR:
-        bits = random_source(random_bits, rng, ctx, a.shape, sr_bits)
-    elif random_bits is not None or rng is not None:
-        raise ValueError("random_bits= and rng= are only used by stochastic rounding "
-                         "(rounding='sr')")
-    out = np.empty(flat.shape, code_dtype(fmt))
-    all_flags = np.empty(flat.shape, np.uint8) if return_flags else None
+    bits = stochastic_bits(key, random_bits, rng, ctx, a.shape)
     convert_chunk = _chunk_converter(fmt, source, key, flat.size, bits is not None)
-    seen = 0
-    for start in builtins.range(0, flat.size, chunk_size):
-        stop = min(start + chunk_size, flat.size)
-        rand = bits(start, stop) if bits is not None else None
-        codes, flags = convert_chunk(flat[start:stop], rand)
-        out[start:stop] = codes
-        if all_flags is not None:
-            all_flags[start:stop] = flags
-        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
-    if seen:
-        ctx._flags[0] |= seen
-    out = out.reshape(a.shape)
-    if return_flags:
-        return out, all_flags.reshape(a.shape)  # type: ignore[union-attr]
-    return out
+
+    def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        return convert_chunk(flat[start:stop], bits(start, stop) if bits is not None else None)
+
+    return run_chunks(flat.size, a.shape, code_dtype(fmt), chunk_size, chunk, ctx, return_flags)
 
 
 Converter = Callable[[np.ndarray, Any], tuple[np.ndarray, np.ndarray]]
