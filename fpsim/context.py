@@ -60,7 +60,7 @@ class Context:
         Initial flags (default none).
     """
 
-    __slots__ = (*_SETTINGS, "_rng", "_flags", "_key")
+    __slots__ = (*_SETTINGS, "_rng", "_flags", "_key", "_fast_key")
 
     rounding: Rounding
     saturate: bool
@@ -108,6 +108,10 @@ class Context:
         except AttributeError:  # still in __init__
             return
         object.__setattr__(self, "_key", key)
+        # The key again where operations may take their fast path (no DAZ to
+        # apply to the operands, no random draw), else None: one test for both.
+        fast = None if self.daz or self.rounding is Rounding.SR else key
+        object.__setattr__(self, "_fast_key", fast)
 
     @property
     def flags(self) -> Flag:
@@ -173,7 +177,7 @@ class Context:
             raise TypeError(f"unexpected keyword argument(s) {', '.join(sorted(unknown))}; "
                             f"accepted: {', '.join(_SETTINGS)}, rng, flags")
         new = Context.__new__(Context)
-        for name in ("_rng", *_SETTINGS, "_key"):
+        for name in ("_rng", *_SETTINGS, "_key", "_fast_key"):
             object.__setattr__(new, name, getattr(self, name))
         object.__setattr__(new, "_flags", [self._flags[0]])
         for name, value in overrides.items():

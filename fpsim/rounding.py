@@ -51,14 +51,14 @@ The rules, in the order they are applied:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .modes import Rounding
 
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
-__all__ = ["round_exact", "quantize", "nan_code", "nan_or_error",
+__all__ = ["round_exact", "round_key", "quantize", "nan_code", "nan_or_error",
            "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
@@ -135,43 +135,88 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     bits.  ``rand`` is the random integer for stochastic rounding, in
     ``[0, 2**sr_bits)``; it is ignored by the other modes.
     """
+    return round_key(fmt, negative, num, den, exp,
+                     (mode, saturate, ftz, False, tininess_before, sr_bits), rand)
+
+
+# The last places a ties-to-even rounding discards, by their count, for the
+# kernel's inlined path: looking them up costs less than computing them.
+_MASK = tuple((1 << s) - 1 for s in range(64))
+_HALF = tuple((1 << s) >> 1 for s in range(64))
+
+
+def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
+              key: tuple[Any, ...], rand: int = 0) -> tuple[int, int]:
+    """The kernel: :func:`round_exact` with the settings given as a
+    context's key ``(mode, saturate, ftz, daz, tininess_before, sr_bits,
+    ...)`` (``daz`` and what follows ``sr_bits`` are not read), so that
+    operations pass their context's settings in one argument.
+
+    >>> from fpsim.formats import FP16
+    >>> from fpsim.context import Context
+    >>> round_key(FP16, False, 1, 3, 0, Context(rounding="rup")._key)   # 1/3
+    (13654, 16)
+    """
     m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
-    if num == 0:
+    mode = key[0]
+    if den != 1:
+        # One division, with 2 or 3 quotient bits (and sr_bits more for
+        # stochastic rounding) below the format's last place, and a nonzero
+        # remainder jammed into the quotient's last bit: that binary value
+        # has the same floor(log2) and rounds as the quotient does in every
+        # mode, at the last place and at the finer one of the tininess check.
+        k = m + 3 + den.bit_length() - num.bit_length()
+        if mode is _SR:
+            k += key[5]
+        if k > 0:
+            num <<= k
+        else:
+            den <<= -k
+        quotient = num // den
+        num = quotient | (quotient * den != num)
+        exp -= k
+    n = num.bit_length()
+    shift = n - m - 1  # the bits below the last place at full precision,
+    q = exp + shift  # and that last place: e - m, with e = floor(log2(magnitude))
+    if mode is _RNE and q >= qmin and shift < 64 and n and (not negative or sign_bit):
+        # The hot path of every conversion and operation: a nonzero result
+        # in the normal range (or overflowing), rounded to nearest even
+        # (quantize() inlined).  Anything else takes the general path below.
+        if shift <= 0:
+            kept, flags = num << -shift, 0
+        else:
+            kept = num >> shift
+            rem = num & _MASK[shift]
+            if rem:
+                half = _HALF[shift]
+                if rem > half or rem == half and kept & 1:
+                    kept += 1
+                flags = INEXACT
+            else:
+                flags = 0
+        code = ((q - qmin) << m) + kept - offset
+        if code > max_code:
+            return _overflow(fmt, negative, _RNE, key[1]), OVERFLOW | INEXACT
+        return (code | sign_bit if negative else code), flags
+
+    if not n:
         if not subnormals:  # no zero in the format
             return nan_or_error(fmt, negative, "zero"), INVALID
         return (negative_zero if negative else 0), 0
     if negative and not sign_bit:
         return nan_or_error(fmt, negative, "a negative value"), INVALID
-
-    if den == 1:
-        e = exp + num.bit_length() - 1
-    else:
-        e0 = num.bit_length() - den.bit_length()
-        if (num << -e0 if e0 < 0 else num) < (den << e0 if e0 > 0 else den):
-            e0 -= 1
-        e = exp + e0
-    q = qmin if e < emin and subnormals else e - m
-    if den == 1 and mode is _RNE and q > exp:
-        # quantize() for its most common case (a binary input, ties to even),
-        # inlined: this is the hot path of every conversion and operation.
-        shift = q - exp
-        kept = num >> shift
-        rem = num & ((1 << shift) - 1)
-        inexact = rem != 0
-        if inexact:
-            half = 1 << (shift - 1)
-            if rem > half or (rem == half and kept & 1):
-                kept += 1
-    else:
-        kept, inexact = quantize(num, den, exp, q, negative, mode, rand, sr_bits)
+    e = exp + n - 1
+    if e < emin and subnormals:
+        q = qmin
+    kept, inexact = quantize(num, 1, exp, q, negative, mode, rand, key[5])
+    flags = INEXACT if inexact else 0
     code = ((q - qmin) << m) + kept - offset
 
     if code > max_code:
-        return _overflow(fmt, negative, mode, saturate), OVERFLOW | INEXACT
+        return _overflow(fmt, negative, mode, key[1]), OVERFLOW | INEXACT
 
-    flags = INEXACT if inexact else 0
     if e < emin:
-        if tininess_before:
+        if key[4]:  # tininess before rounding
             tiny = True
         elif not subnormals:
             tiny = code < 0  # q was already the unbounded-range quantum
@@ -186,10 +231,10 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
             # [min_normal/2, min_normal).  It is tiny after rounding unless
             # rounding to full precision (finer than the subnormal quantum)
             # also reaches min_normal.
-            full, _ = quantize(num, den, exp, e - m, negative, mode, rand, sr_bits)
+            full, _ = quantize(num, 1, exp, e - m, negative, mode, rand, key[5])
             tiny = full < (1 << (m + 1))
         if tiny:
-            if ftz and subnormals:  # (formats without subnormals have no zero)
+            if key[2] and subnormals:  # ftz (formats without subnormals have no zero)
                 return (negative_zero if negative else 0), UNDERFLOW | INEXACT
             if code < 0:
                 # A format with no zero and no subnormals (E8M0): the nearest
@@ -203,12 +248,14 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
 
 
 def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: bool) -> int:
-    if mode is _RUP:
+    if mode is _RNE or mode is _RNA or mode is _SR:
+        to_inf = True
+    elif mode is _RUP:
         to_inf = not negative
     elif mode is _RDN:
         to_inf = negative
     else:
-        to_inf = mode is _RNE or mode is _RNA or mode is _SR
+        to_inf = False
     sign = fmt.sign_bit if negative else 0
     if not to_inf or saturate:
         return sign | fmt.max_code

@@ -25,7 +25,7 @@ from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4
 from .formats import format as _lookup
 from .modes import Rounding
 from .nans import IEEE, NanPolicy, convert_nan, default_nan
-from .rounding import INVALID, nan_code, nan_or_error, round_exact
+from .rounding import INVALID, nan_code, nan_or_error, round_exact, round_key
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
 
@@ -410,11 +410,11 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
     if t is float and x - x == 0.0:  # finite float: the hot path
         mant, e = math.frexp(x)
         if mant < 0 or (mant == 0.0 and math.copysign(1.0, x) < 0):
-            code, flags = round_exact(fmt, True, int(-mant * 9007199254740992.0), 1, e - 53,
-                                      mode, saturate, ftz, before, rand, sr_bits)
+            code, flags = round_key(fmt, True, int(-mant * 9007199254740992.0), 1, e - 53,
+                                    key, rand)
         else:
-            code, flags = round_exact(fmt, False, int(mant * 9007199254740992.0), 1, e - 53,
-                                      mode, saturate, ftz, before, rand, sr_bits)
+            code, flags = round_key(fmt, False, int(mant * 9007199254740992.0), 1, e - 53,
+                                    key, rand)
     else:
         if t is Float:
             src: Any = ("code", x.fmt, x.bits)
