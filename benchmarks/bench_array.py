@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
-import time
 import tracemalloc
 
 import ml_dtypes
 import numpy as np
+from _timing import median_seconds
 
 import fpsim
 from fpsim import array
@@ -39,15 +38,6 @@ try:
     from gfloat.formats import format_info_ocp_e4m3
 except ImportError:  # pragma: no cover
     raise SystemExit("this benchmark needs gfloat: pip install 'fpsim[test]'") from None
-
-
-def _median(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _values(n: int, dtype: type) -> np.ndarray:
@@ -76,8 +66,8 @@ def main() -> None:
         for fmt, dt in targets:
             codes = array.encode(x32, fmt)
             assert np.array_equal(codes, x32.astype(dt).view(codes.dtype)) or fmt.name == "e4m3"
-            ours = _median(lambda f=fmt, x=x32: array.encode(x, f), args.repeats)
-            peer = _median(lambda d=dt, x=x32: x.astype(d), args.repeats)
+            ours = median_seconds(lambda f=fmt, x=x32: array.encode(x, f), args.repeats)
+            peer = median_seconds(lambda d=dt, x=x32: x.astype(d), args.repeats)
             ratios.append(ours / peer)
             print(f"{'float32 -> ' + fmt.name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} "
                   f"{ours / peer:>11.1f}")
@@ -85,8 +75,8 @@ def main() -> None:
         print(f"{'geometric mean':<24} {'':>9} {'':>9} {geo:>11.1f}   (goal <= 3)")
         for fmt, dt in targets[2:]:
             array.encode(x16, fmt)  # builds the lookup table once
-            ours = _median(lambda f=fmt, x=x16: array.encode(x, f), args.repeats)
-            peer = _median(lambda d=dt, x=x16: x.astype(d), args.repeats)
+            ours = median_seconds(lambda f=fmt, x=x16: array.encode(x, f), args.repeats)
+            peer = median_seconds(lambda d=dt, x=x16: x.astype(d), args.repeats)
             print(f"{'float16 -> ' + fmt.name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} "
                   f"{ours / peer:>11.1f}")
 
@@ -97,9 +87,9 @@ def main() -> None:
         for name, mode in (("rne", RoundMode.TiesToEven), ("rna", RoundMode.TiesToAway),
                            ("rtz", RoundMode.TowardZero), ("rup", RoundMode.TowardPositive),
                            ("rdn", RoundMode.TowardNegative)):
-            ours = _median(lambda r=name, x=xg: array.encode(x, fpsim.E4M3, rounding=r),
+            ours = median_seconds(lambda r=name, x=xg: array.encode(x, fpsim.E4M3, rounding=r),
                            args.repeats)
-            peer = _median(lambda r=mode, x=xg: encode_ndarray(
+            peer = median_seconds(lambda r=mode, x=xg: encode_ndarray(
                 format_info_ocp_e4m3, round_ndarray(format_info_ocp_e4m3, x, r)), 1)
             print(f"{name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} {peer / ours:>13.1f}"
                   "   (goal >= 10)")
@@ -122,9 +112,9 @@ def main() -> None:
             for name, peer_op in (("add", np.add), ("mul", np.multiply)):
                 op = getattr(array, name)
                 op(x, y)  # builds the tables once
-                ours = _median(lambda o=op, a=x, b=y: o(a, b), args.repeats) / n
+                ours = median_seconds(lambda o=op, a=x, b=y: o(a, b), args.repeats) / n
                 with np.errstate(all="ignore"):  # the data hold infinities and NaNs on purpose
-                    peer = _median(lambda p=peer_op, a=x, b=y: p(a, b), args.repeats) / n
+                    peer = median_seconds(lambda p=peer_op, a=x, b=y: p(a, b), args.repeats) / n
                 print(f"{fmt.name + ' ' + name:<24} {ours * 1e9:>9.1f} {peer * 1e9:>9.1f} "
                       f"{ours / peer:>11.1f}   (goal <= 20 ns)")
 

@@ -1,0 +1,38 @@
+"""Reference operators with declared numerics.
+
+A kernel is more than single additions: a GEMM with FP16 inputs and FP32
+accumulation, a sum in a given order.  Each operator here is a sequence of
+correctly rounded steps of :mod:`fpsim.array` whose formats and order are
+keywords, so that a kernel's output can be compared bit for bit with what
+its documented numerics imply:
+
+* ``accumulate=``: the format of running sums (default FP32);
+* ``compute=``: the format products are rounded to (default: exact products,
+  each rounded once together with its addition);
+* ``out=``: the result's format (default: the input's);
+* ``order=``: which additions a reduction makes, and in what order:
+  ``"sequential"``, ``"pairwise"``, ``("blocked", n)``, ``("split", s)``;
+* the usual settings (``ctx=``, ``rounding=``, ``ftz=``, ``daz=``,
+  ``saturate=``, ``rng=`` for stochastic rounding).
+
+The running sum.  Terms are added to an accumulator in the ``accumulate``
+format that starts at +0 (as a kernel's ``acc = 0`` does), each addition
+rounded once in that format.  ``order`` says which additions:
+
+* ``"sequential"``: ``acc = +0; acc = acc + t[k]`` for k = 0, 1, ..., K-1.
+* ``"pairwise"``: a tree: adjacent terms are added in pairs, ``t[0] + t[1]``,
+  ``t[2] + t[3]``, ..., an odd last term passing up unchanged, then the pair
+  sums likewise, level by level, until one is left (no +0 start; zero terms
+  give +0).
+* ``("blocked", n)``: the terms in consecutive blocks of ``n``; each block
+  summed sequentially from +0, then the block sums added sequentially into an
+  accumulator starting at +0.
+* ``("split", s)``: split-K: the terms cut into ``s`` contiguous pieces whose
+  sizes differ by at most one, the longer ones first (as
+  :func:`numpy.array_split`; empty pieces are skipped), each piece summed
+  sequentially from +0, then the piece sums added sequentially from +0.
+"""
+
+from ._reduce import dot, matmul, mean, sum  # noqa: A004
+
+__all__ = ["sum", "mean", "dot", "matmul"]

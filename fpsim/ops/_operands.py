@@ -1,0 +1,80 @@
+"""What every reference operator shares: reading its operands (typed arrays
+or codes), its declared formats, and delivering its result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..array._common import check_codes
+from ..formats import Format
+from ..formats import format as _lookup
+
+_VALUE_DTYPES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+                 "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+
+class Operand:
+    """An operator's input: its codes (an unsigned integer array), its
+    format, and whether it came as values of a float dtype (then so does the
+    result, where the result's format has a dtype)."""
+
+    __slots__ = ("codes", "fmt", "typed")
+
+    def __init__(self, op: str, x: Any, fmt: Format | str | None, name: str = "x") -> None:
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+        given = None if fmt is None else _lookup(fmt)
+        if a.dtype.kind in "iu":
+            if given is None:
+                raise TypeError(f"{op}(): {name} holds integer codes; name their format with "
+                                "fmt= (or pass values of a float dtype)")
+            check_codes(a, given)
+            self.codes = a.astype(array.code_dtype(given), copy=False)
+            self.fmt, self.typed = given, False
+            return
+        if a.dtype.name not in _VALUE_DTYPES:
+            raise TypeError(f"{op}(): {name} has dtype {a.dtype}; accepted float16, float32, "
+                            "float64, bfloat16, float8_* (ml_dtypes), or integer codes with fmt=")
+        own = _lookup(a.dtype.name)
+        if given is not None and given != own:
+            raise TypeError(f"{op}(): fmt={given.name} disagrees with {name}'s dtype {a.dtype} "
+                            f"({own.name}); drop fmt= or pass codes")
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        self.codes = a.view(f"u{a.dtype.itemsize}")
+        self.fmt, self.typed = own, True
+
+
+def declared(op: str, name: str, fmt: Format | str) -> Format:
+    """A format named by one of an operator's keywords."""
+    try:
+        return _lookup(fmt)
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"{op}(): {name}={fmt!r} is not a format: {e}") from None
+
+
+def holds(wide: Format, narrow: Format) -> bool:
+    """Whether every finite value of ``narrow`` is a value of ``wide``: no
+    more precision, no larger maximum, and a smallest quantum that is a
+    multiple of ``wide``'s at that magnitude.
+
+    >>> import fpsim
+    >>> holds(fpsim.FP32, fpsim.BF16), holds(fpsim.FP32, fpsim.FP16), holds(fpsim.BF16, fpsim.FP16)
+    (True, True, False)
+    """
+    if narrow.signed and not wide.signed:
+        return False
+    if narrow.precision > wide.precision or narrow.max > wide.max:
+        return False
+    if narrow.has_zero and not wide.has_zero:
+        return False
+    return narrow.min_subnormal >= (wide.min_subnormal if wide.subnormals else wide.min_normal)
+
+
+def deliver(codes: np.ndarray, fmt: Format, typed: bool) -> np.ndarray:
+    """Codes of ``fmt`` as values of its dtype when the inputs were values
+    and the dtype exists, else as codes."""
+    dt = array.value_dtype(fmt) if typed else None
+    return codes.view(dt) if dt is not None else codes

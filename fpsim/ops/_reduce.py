@@ -1,0 +1,331 @@
+"""Reductions with declared numerics: sum, mean, dot and matmul (the
+running sum and its orders are described in :mod:`fpsim.ops`)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context
+from ..formats import FP32, Format
+from ._operands import Operand, declared, deliver, holds
+
+__all__ = ["sum", "mean", "dot", "matmul"]
+
+
+class _Steps:
+    """The array engine under one operator call's settings: every step
+    rounds with the same context, overrides and random generator."""
+
+    def __init__(self, ctx: Context | None, rng: Any, overrides: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.kw = dict(overrides)
+        if rng is not None:
+            self.kw["rng"] = rng
+
+    def add(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
+        return array.add(x, y, self.ctx, fmt=fmt, **self.kw)
+
+    def mul(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
+        return array.mul(x, y, self.ctx, fmt=fmt, **self.kw)
+
+    def div(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
+        return array.div(x, y, self.ctx, fmt=fmt, **self.kw)
+
+    def fma(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, fmt: Format) -> np.ndarray:
+        return array.fma(x, y, z, self.ctx, fmt=fmt, **self.kw)
+
+    def convert(self, codes: np.ndarray, src: Format, dst: Format) -> np.ndarray:
+        if src == dst:
+            return codes
+        return array.convert(codes, src, dst, self.ctx, **self.kw)
+
+
+def _check_order(op: str, order: Any) -> Any:
+    if isinstance(order, str) and order in ("sequential", "pairwise"):
+        return order
+    if (isinstance(order, tuple) and len(order) == 2 and order[0] in ("blocked", "split")
+            and isinstance(order[1], (int, np.integer)) and not isinstance(order[1], bool)
+            and order[1] >= 1):
+        return order
+    raise ValueError(f"{op}(): unknown order={order!r}; accepted 'sequential', 'pairwise', "
+                     "('blocked', n) or ('split', s) with a positive integer n or s")
+
+
+def _pieces(order: tuple[str, int], k: int) -> list[range]:
+    kind, n = order
+    if kind == "blocked":
+        return [builtins.range(i, min(i + n, k)) for i in builtins.range(0, k, n)]
+    base, extra = divmod(k, n)
+    out, start = [], 0
+    for i in builtins.range(n):
+        size = base + (1 if i < extra else 0)
+        if size:
+            out.append(builtins.range(start, start + size))
+        start += size
+    return out
+
+
+def _accumulate(steps: _Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
+                fold: Callable[[np.ndarray, int], np.ndarray],
+                term: Callable[[int], np.ndarray]) -> np.ndarray:
+    """The sum of terms ``0..k-1`` in ``fmt`` in the declared order (see the
+    module's docstring): ``fold(acc, i)`` adds term ``i`` to ``acc``,
+    ``term(i)`` is term ``i`` alone (for the pairwise tree)."""
+    zero = np.zeros(shape, array.code_dtype(fmt))
+    if order == "pairwise":
+        # A binary counter: two partial sums of the same size merge at once,
+        # which builds the level-by-level tree of adjacent pairs, keeping
+        # only O(log k) partial sums alive.
+        stack: list[tuple[int, np.ndarray]] = []
+        for i in builtins.range(k):
+            t, size = term(i), 1
+            while stack and stack[-1][0] == size:
+                t = steps.add(stack.pop()[1], t, fmt)
+                size *= 2
+            stack.append((size, t))
+        if not stack:
+            return zero
+        t = stack.pop()[1]
+        while stack:
+            t = steps.add(stack.pop()[1], t, fmt)
+        return t
+    pieces = [builtins.range(k)] if order == "sequential" else _pieces(order, k)
+    outer = None
+    for piece in pieces:
+        acc = zero
+        for i in piece:
+            acc = fold(acc, i)
+        outer = acc if order == "sequential" else steps.add(zero if outer is None else outer,
+                                                             acc, fmt)
+    return zero if outer is None else outer
+
+
+def _reduced_last(op: str, codes: np.ndarray, axis: Any) -> np.ndarray:
+    """``codes`` with the reduced axes moved last and merged into one."""
+    if axis is None:
+        return codes.reshape(-1)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    nd = codes.ndim
+    norm = []
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool) or not -nd <= ax < nd:
+            raise ValueError(f"{op}(): axis {ax!r} is out of range for an array of {nd} "
+                             f"dimension(s); accepted None, an integer in [{-nd}, {nd}) "
+                             "or a tuple of them")
+        norm.append(int(ax) % nd)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"{op}(): repeated axis in {axis!r}")
+    moved = np.moveaxis(codes, norm, builtins.range(nd - len(norm), nd))
+    kept = moved.shape[:nd - len(norm)]
+    size = int(np.prod(moved.shape[nd - len(norm):], dtype=np.int64))
+    return moved.reshape(*kept, size)
+
+
+def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, steps: _Steps
+            ) -> tuple[Operand, Format, np.ndarray, int]:
+    """The body of sum and mean: the sum in the accumulate format and the
+    number of terms."""
+    order = _check_order(op, order)
+    operand = Operand(op, x, fmt)
+    acc_fmt = declared(op, "accumulate", accumulate)
+    converted = steps.convert(operand.codes, operand.fmt, acc_fmt)
+    terms = _reduced_last(op, converted, axis)
+    k = terms.shape[-1]
+    total = _accumulate(steps, acc_fmt, terms.shape[:-1], k, order,
+                        lambda acc, i: steps.add(acc, terms[..., i], acc_fmt),
+                        lambda i: terms[..., i])
+    return operand, acc_fmt, total, k
+
+
+def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
+        fmt: Format | str | None = None, accumulate: Format | str = FP32,
+        out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
+        **overrides: Any) -> np.ndarray:
+    """The sum of ``x`` over ``axis`` (all elements by default, or an
+    integer, or a tuple of them), with declared numerics:
+
+    1. every element is converted to ``accumulate`` (default FP32; exact when
+       that format holds the input's values), all at once, in C order;
+    2. the elements along the axis are added in ``order`` (``"sequential"``
+       by default; see :mod:`fpsim.ops`), each addition rounded once in
+       ``accumulate``, the accumulator starting at +0;
+    3. the sum is converted to ``out`` (default: the input's format).
+
+    ``x``: values of a float dtype (float16, float32, bfloat16, float8_*),
+    or integer codes with ``fmt=``; the result is values of ``out``'s dtype
+    when the input was values and the dtype exists, else codes.  Settings
+    as in :mod:`fpsim.array` (``ctx=``, ``rounding=``, ``ftz=``, ``daz=``,
+    ``saturate=``, ...; ``rng=`` for stochastic rounding, one draw per
+    element of each step's result, steps in the order above); flags of every
+    step are ORed into the context.
+
+    >>> import numpy as np
+    >>> x = np.full(4096, 0.1, np.float16)
+    >>> float(sum(x)), float(sum(x, accumulate="fp16"))   # FP16 running sum stalls at 256
+    (409.5, 256.0)
+    >>> float(sum(x, accumulate="fp16", order="pairwise"))
+    409.5
+    """
+    steps = _Steps(ctx, rng, overrides)
+    operand, acc_fmt, total, _ = _sum_in("sum", x, axis, fmt, accumulate, order, steps)
+    out_fmt = operand.fmt if out is None else declared("sum", "out", out)
+    return deliver(steps.convert(total, acc_fmt, out_fmt), out_fmt, operand.typed)
+
+
+def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
+         fmt: Format | str | None = None, accumulate: Format | str = FP32,
+         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
+         **overrides: Any) -> np.ndarray:
+    """The mean of ``x`` over ``axis``: the sum of :func:`sum` (steps 1-2) in
+    ``accumulate``, divided by the number of terms N (N converted to
+    ``accumulate``, a rounding only where that format cannot hold N), the
+    quotient rounded once in ``accumulate``, then converted to ``out``
+    (default: the input's format).  An empty reduction is 0/0: NaN, with
+    the invalid flag.
+
+    >>> import numpy as np
+    >>> float(mean(np.array([1.0, 2.0, 4.0], np.float16)))
+    2.333984375
+    """
+    steps = _Steps(ctx, rng, overrides)
+    operand, acc_fmt, total, k = _sum_in("mean", x, axis, fmt, accumulate, order, steps)
+    count = array.encode(np.array([float(k)]), acc_fmt, steps.ctx, **steps.kw)
+    quotient = steps.div(total, count.reshape(()), acc_fmt)
+    out_fmt = operand.fmt if out is None else declared("mean", "out", out)
+    return deliver(steps.convert(quotient, acc_fmt, out_fmt), out_fmt, operand.typed)
+
+
+def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, int], Any],
+              b_terms: Callable[[np.ndarray, int], Any], shape: tuple[int, ...], k: int,
+              compute: Any, accumulate: Any, out: Any, order: Any, promote_every: Any,
+              promote_to: Any, steps: _Steps) -> np.ndarray:
+    """The body of dot and matmul: ``sum over i of a_i × b_i`` where
+    ``a_terms(codes, i)`` and ``b_terms(codes, i)`` pick the factors of term
+    ``i`` (arrays that broadcast to ``shape``)."""
+    order = _check_order(op, order)
+    if a.fmt != b.fmt:
+        raise TypeError(f"{op}(): operands are in different formats ({a.fmt.name} and "
+                        f"{b.fmt.name}); convert first, e.g. fpsim.array.round(x, "
+                        f"{a.fmt.name!r})")
+    acc_fmt = declared(op, "accumulate", accumulate)
+    out_fmt = a.fmt if out is None else declared(op, "out", out)
+    if compute is None:
+        if not holds(acc_fmt, a.fmt):
+            raise ValueError(f"{op}(): exact products need accumulate= to hold every "
+                             f"{a.fmt.name} value, and {acc_fmt.name} does not; declare "
+                             "compute= (the format products are rounded to) or a wider "
+                             "accumulate=")
+        work = acc_fmt
+    else:
+        work = declared(op, "compute", compute)
+    ca = steps.convert(a.codes, a.fmt, work)
+    cb = steps.convert(b.codes, b.fmt, work)
+    if compute is None:
+        # Products exact, each rounded once with its addition (fma).
+        def fold(acc: np.ndarray, i: int) -> np.ndarray:
+            return steps.fma(a_terms(ca, i), b_terms(cb, i), acc, acc_fmt)
+
+        def term(i: int) -> np.ndarray:
+            return steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), acc_fmt)
+    else:
+        def term(i: int) -> np.ndarray:
+            product = steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), work)
+            return steps.convert(product, work, acc_fmt)
+
+        def fold(acc: np.ndarray, i: int) -> np.ndarray:
+            return steps.add(acc, term(i), acc_fmt)
+
+    if promote_every is None:
+        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, fold, term), acc_fmt
+    else:
+        if (not isinstance(promote_every, (int, np.integer)) or isinstance(promote_every, bool)
+                or promote_every < 1):
+            raise ValueError(f"{op}(): promote_every={promote_every!r}; accepted a positive "
+                             "integer (products per partial sum)")
+        if order != "sequential":
+            raise ValueError(f"{op}(): promote_every= declares the order itself (sequential "
+                             f"partial sums of {promote_every} products); drop order={order!r}")
+        total_fmt = declared(op, "promote_to", promote_to)
+        total = np.zeros(shape, array.code_dtype(total_fmt))
+        for piece in _pieces(("blocked", int(promote_every)), k):
+            acc = np.zeros(shape, array.code_dtype(acc_fmt))
+            for i in piece:
+                acc = fold(acc, i)
+            total = steps.add(total, steps.convert(acc, acc_fmt, total_fmt), total_fmt)
+    return deliver(steps.convert(total, total_fmt, out_fmt), out_fmt, a.typed)
+
+
+def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+        compute: Format | str | None = None, accumulate: Format | str = FP32,
+        out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
+        **overrides: Any) -> np.ndarray:
+    """The dot product of two vectors of one format, with declared numerics:
+
+    * ``compute=None`` (default): the inputs are converted to ``accumulate``
+      (default FP32, which must hold every input value exactly) and each
+      product is exact and rounded once together with its addition:
+      ``acc = fma(x[i], y[i], acc)`` in ``accumulate``; in the
+      ``"pairwise"`` order, where a product is a leaf of the tree, it is
+      rounded once into ``accumulate`` on its own;
+    * ``compute=F``: the inputs are converted to F, each product is rounded
+      in F, converted to ``accumulate``, then added (``acc = acc + p``);
+
+    in ``order`` (see :mod:`fpsim.ops`), from +0; the sum is converted to
+    ``out`` (default: the input format).  Operands and settings as in
+    :func:`sum`.
+
+    >>> import numpy as np
+    >>> x = np.array([2.0**-14, 2.0**-14], np.float16)
+    >>> float(dot(x, x)), float(dot(x, x, out="fp32"))  # 2**-27 underflows FP16 to 0
+    (0.0, 7.450580596923828e-09)
+    >>> float(dot(x, x, compute="fp16", out="fp32"))     # products rounded in FP16 first
+    0.0
+    """
+    steps = _Steps(ctx, rng, overrides)
+    a, b = Operand("dot", x, fmt), Operand("dot", y, fmt, "y")
+    if a.codes.ndim != 1 or a.codes.shape != b.codes.shape:
+        raise ValueError(f"dot() needs two vectors of one length; got shapes "
+                         f"{a.codes.shape} and {b.codes.shape}")
+    return _contract("dot", a, b, lambda c, i: c[i], lambda c, i: c[i], (),
+                     a.codes.shape[0], compute, accumulate, out, order, None, FP32, steps)
+
+
+def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+           compute: Format | str | None = None, accumulate: Format | str = FP32,
+           out: Format | str | None = None, order: Any = "sequential",
+           promote_every: int | None = None, promote_to: Format | str = FP32,
+           rng: Any = None, **overrides: Any) -> np.ndarray:
+    """The matrix product of ``x`` (M×K) and ``y`` (K×N): every output
+    element is the :func:`dot` of a row and a column, with the same declared
+    numerics (``compute``, ``accumulate``, ``order``, ``out``).
+
+    ``promote_every=N`` models an accumulator of limited precision that is
+    promoted into a wider one every N products, as FP8 tensor-core GEMMs are
+    described as doing: the products are summed sequentially in
+    ``accumulate`` from +0 in groups of N consecutive k; each group's sum is
+    converted to ``promote_to`` (default FP32) and added to a ``promote_to``
+    accumulator that starts at +0; that total is converted to ``out``.
+
+    >>> import numpy as np
+    >>> x = np.full((1, 4096), 1.0, np.float16); y = np.full((4096, 1), 1.0, np.float16)
+    >>> float(matmul(x, y, out="fp32")[0, 0])                       # FP32 accumulation
+    4096.0
+    >>> float(matmul(x, y, accumulate="fp16", out="fp32")[0, 0])    # 2048 + 1 == 2048 in FP16
+    2048.0
+    >>> float(matmul(x, y, accumulate="fp16", promote_every=128, out="fp32")[0, 0])
+    4096.0
+    """
+    steps = _Steps(ctx, rng, overrides)
+    a, b = Operand("matmul", x, fmt), Operand("matmul", y, fmt, "y")
+    if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
+        raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
+                         f"{a.codes.shape} and {b.codes.shape}")
+    shape = (a.codes.shape[0], b.codes.shape[1])
+    return _contract("matmul", a, b, lambda c, i: c[:, i:i + 1], lambda c, i: c[i:i + 1, :],
+                     shape, a.codes.shape[1], compute, accumulate, out, order, promote_every,
+                     promote_to, steps)
