@@ -1,7 +1,8 @@
 """The array engine's fast paths equal the scalar model, code for code and
 flag for flag: conversions of float32/float64 arrays through the
-round-to-odd proxy (:mod:`fpsim.array._proxy`), and add, sub and mul of
-FP16 and BF16 arrays through float64 and the proxy.
+round-to-odd proxy (:mod:`fpsim.array._proxy`), add, sub and mul of FP16
+and BF16 arrays through float64 and the proxy, and of FP32 arrays through
+float64 and the rounding kernel.
 
 The fast paths serve deterministic modes on arrays large enough to pay for
 their tables, so every conversion input set here is tiled past that size; the scalar model
@@ -176,7 +177,29 @@ def scalar_binary(op, fmt, a, b, settings):
         ctx.clear_flags()
         codes.append(fn(make(x), make(y), ctx).bits)
         flags.append(ctx.flags.value)
-    return np.array(codes, np.uint16), np.array(flags, np.uint8)
+    return np.array(codes, f"u{fmt.width // 8}"), np.array(flags, np.uint8)
+
+
+def check_binary(op, fmt, a, b, settings, dtype=None):
+    """The array operation on codes ``a`` and ``b`` (or on their values
+    viewed as ``dtype``) equals the scalar model, codes, flags and the
+    context's flags."""
+    want_codes, want_flags = scalar_binary(op, fmt, a, b, settings)
+    ctx = fpsim.Context(**settings)
+    fn = getattr(array, op)
+    if dtype is None:
+        got, flags = fn(a, b, ctx, fmt=fmt, return_flags=True)
+    else:
+        got, flags = fn(a.view(dtype), b.view(dtype), ctx, return_flags=True)
+        got = got.view(a.dtype)
+    bad = np.flatnonzero((got != want_codes) | (flags != want_flags))
+    d = fmt.width // 4
+    assert not bad.size, (
+        f"{bad.size} of {a.size} differ, {fmt.name} {op} {settings}: " + "; ".join(
+            f"0x{int(a[j]):0{d}x}, 0x{int(b[j]):0{d}x}: scalar 0x{int(want_codes[j]):0{d}x} "
+            f"{Flag(int(want_flags[j]))!r}, array 0x{int(got[j]):0{d}x} "
+            f"{Flag(int(flags[j]))!r}" for j in bad[:6]))
+    assert ctx.flags == Flag(int(np.bitwise_or.reduce(want_flags)))
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
@@ -184,14 +207,74 @@ def scalar_binary(op, fmt, a, b, settings):
 def test_float_path_equals_scalar_model(fmt, op):
     a, b = operand_pairs(fmt, seed=fmt.mantissa_bits + len(op))
     for i, mode in enumerate(MODES):
-        settings = {"rounding": mode, **EXTRA[(i + len(op)) % len(EXTRA)]}
-        want_codes, want_flags = scalar_binary(op, fmt, a, b, settings)
-        ctx = fpsim.Context(**settings)
-        got, flags = getattr(array, op)(a, b, ctx, fmt=fmt, return_flags=True)
-        bad = np.flatnonzero((got != want_codes) | (flags != want_flags))
-        assert not bad.size, (
-            f"{bad.size} of {a.size} differ, {fmt.name} {op} {settings}: " + "; ".join(
-                f"0x{int(a[j]):04x}, 0x{int(b[j]):04x}: scalar 0x{int(want_codes[j]):04x} "
-                f"{Flag(int(want_flags[j]))!r}, array 0x{int(got[j]):04x} "
-                f"{Flag(int(flags[j]))!r}" for j in bad[:6]))
-        assert ctx.flags == Flag(int(np.bitwise_or.reduce(want_flags)))
+        check_binary(op, fmt, a, b, {"rounding": mode, **EXTRA[(i + len(op)) % len(EXTRA)]})
+
+
+# -- add, sub and mul of FP32 through float64 and the kernel -------------------------
+
+FP32_SETTINGS = [  # every combination of the four switches, each mode taking four
+    {"ftz": ftz, "daz": daz, "tininess": "before" if before else "after", "saturate": sat}
+    for ftz in (False, True) for daz in (False, True) for before in (False, True)
+    for sat in (False, True)]
+
+
+def fp32_operand_pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """FP32 operand codes where sums and products are hard: random codes,
+    specials (zeros, subnormals, the largest finite values, infinities,
+    quiet and signaling NaNs with payloads), operands a few codes apart
+    with either sign (cancellation, exact zeros), operands whose exponents
+    differ by 0 to 30 with a power of two among them (ties and sticky bits
+    at every alignment), products near the overflow threshold and across
+    the subnormal range, subnormal operands, and pairs near the subnormal
+    range (tiny sums)."""
+    rng = np.random.default_rng(seed)
+    n = FLOAT_PATH_SIZE
+    m, sign = FP32.mantissa_bits, FP32.sign_bit
+    frac_mask = np.uint64((1 << m) - 1)
+    a = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    b = rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    specials = np.array([0, sign, 1, sign | 1, 3, (1 << m) - 1, sign | (1 << m) - 1,
+                         1 << m, FP32.max_code, FP32.max_code - 1, FP32.max_code | sign,
+                         FP32.inf_code, FP32.inf_code | sign, FP32.default_nan_code,
+                         FP32.inf_code + 1, FP32.inf_code + 3 | sign,
+                         FP32.inf_code | (1 << (m - 1)) | 5, (1 << 32) - 1], dtype=np.uint64)
+    e_a = (a >> np.uint64(m)) & np.uint64(0xFF)
+    kind = rng.integers(0, 6, n)
+    k = kind == 0  # close codes: cancellation and exact zeros
+    b[k] = np.clip(a[k].astype(np.int64) + rng.integers(-40, 40, int(k.sum())),
+                   0, (1 << 32) - 1).astype(np.uint64)
+    k = kind == 1  # exponents 0..30 apart, b's fraction often zero (ties)
+    e_b = np.clip(e_a[k].astype(np.int64) - rng.integers(0, 31, int(k.sum())), 0, 254)
+    frac = b[k] & frac_mask
+    frac[rng.random(int(k.sum())) < 0.5] = 0
+    b[k] = (b[k] & np.uint64(sign)) | (e_b.astype(np.uint64) << np.uint64(m)) | frac
+    k = kind == 2  # products near overflow or in and below the subnormal range
+    biased = rng.choice([254, 255, 1, 0, -13, -22, -23, -24], int(k.sum()))  # the product's
+    e_b = np.clip(biased + rng.integers(-1, 2, int(k.sum())) - e_a[k].astype(np.int64) + 127,
+                  1, 254)
+    b[k] = (b[k] & np.uint64(sign | ((1 << m) - 1))) | (e_b.astype(np.uint64) << np.uint64(m))
+    k = kind == 3  # subnormal operands
+    b[k] &= np.uint64(sign) | frac_mask
+    k = kind == 4  # both operands near the subnormal range: tiny sums
+    a[k] &= np.uint64(sign | (3 << m)) | frac_mask
+    b[k] &= np.uint64(sign | (3 << m)) | frac_mask
+    pick = rng.random(n) < 0.08
+    a[pick] = rng.choice(specials, int(pick.sum()))
+    pick = rng.random(n) < 0.04
+    b[pick] = rng.choice(specials, int(pick.sum()))
+    b[rng.random(n) < 0.5] ^= np.uint64(sign)
+    return a.astype(np.uint32), b.astype(np.uint32)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_fp32_float_path_equals_scalar_model(op):
+    """FP32 add, sub and mul through float64 (TwoSum's sticky bit) and the
+    kernel: every deterministic mode, every combination of ftz, daz,
+    tininess and saturate, codes and float32 values as operands."""
+    a, b = fp32_operand_pairs(seed=len(op))
+    for i, mode in enumerate(MODES):
+        for j in range(4):
+            settings = {"rounding": mode, **FP32_SETTINGS[(4 * i + j) % 16]}
+            if j == 3:
+                settings["nan"] = ["x86", "riscv", "arm_default_nan"][i % 3]
+            check_binary(op, FP32, a, b, settings, np.float32 if j % 2 else None)

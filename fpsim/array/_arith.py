@@ -19,7 +19,9 @@ element by element: the same results, at scalar speed.
 
 For formats of at most 8 bits the binary operations of a deterministic mode
 are served from a table of all 65,536 operand pairs, computed once per
-setting by the same vectorized path.
+setting by the same vectorized path.  ``add``, ``sub`` and ``mul`` of FP16,
+BF16 (large arrays) and FP32 in a deterministic mode compute in binary
+floating point instead (see :func:`_float_op`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._convert import _lookup_table, decode
+from ._convert import _encode_chunk, _lookup_table, decode
 from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
 from ._proxy import nudge_toward, proxy_for, proxy_index
 from ._tables import cached
@@ -204,53 +206,83 @@ def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] 
 
 def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
               ) -> Callable[..., Any] | None:
-    """add, sub and mul of a format of at most 16 bits in a deterministic
-    mode, through binary floating point: products of the format's values are
-    exact in float32 or float64, sums are exact with TwoSum's error term,
-    and the proxy table of :mod:`fpsim.array._proxy` rounds them, flags
-    included.  Elements with a NaN result, an infinite result of finite
-    operands, an exact zero sum (whose sign IEEE fixes by the mode) or an
-    intermediate the proxy leaves unsure take the integer path."""
-    if op not in ("add", "sub", "mul") or fmt.width > 16 or size < (1 << 15):
-        return None
-    proxy = proxy_for(fmt)
-    if proxy is None:
+    """add, sub and mul in a deterministic mode through binary floating
+    point: products of the format's values are exact in float32 or float64,
+    sums are exact with TwoSum's error term, which decides the sticky bit.
+    Formats of at most 16 bits then round through the proxy table of
+    :mod:`fpsim.array._proxy`, flags included (arrays large enough to pay
+    for it); FP32 rounds the float64 bits and sticky bit by the kernel, as
+    :func:`fpsim.array.encode` does.  Elements with a NaN result, an
+    infinite result of finite operands, an exact zero sum (whose sign IEEE
+    fixes by the mode) or an intermediate the proxy leaves unsure take the
+    integer path."""
+    if op not in ("add", "sub", "mul"):
         return None
     work = _exact_float(op, fmt)
     if work is None:
         return None
-    table = _lookup_table(fmt, proxy, (*key[:3], False, *key[4:]))
-    if table is None:
-        return None
     dtype, source = work
-    values = _float_values(fmt, key[3], dtype)
+    if fmt.width <= 16:
+        proxy = proxy_for(fmt)
+        if proxy is None or size < (1 << 15):
+            return None
+        table = _lookup_table(fmt, proxy, (*key[:3], False, *key[4:]))
+        if table is None:
+            return None
+        values = _float_values(fmt, key[3], dtype)
+        operand = lambda c: np.take(values, c)  # noqa: E731
+
+        def rounded(bits: np.ndarray, sticky: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            index, unsure = proxy_index(bits, source, proxy, False)
+            if sticky is not None:
+                index |= sticky
+            return (*table.lookup(index), unsure)
+    elif fmt == FP32 and dtype is np.float64:
+        operand = lambda c: _fp32_values(c, key[3])  # noqa: E731
+
+        def rounded(bits: np.ndarray, sticky: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # NaN lanes are redone: they take no time converting their NaN here.
+            np.copyto(bits, U64(0), where=(bits & U64(FP64.magnitude_mask)) > U64(FP64.inf_code))
+            codes, flags = _encode_chunk(fmt, source, bits.view(dtype), key, None, sticky)
+            return codes, flags, np.zeros(bits.shape, bool)
+    else:
+        return None
     chunk_op = _CHUNK_OPS[op]
 
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
         a, b = cs
-        x, y = np.take(values, a), np.take(values, b)
         with np.errstate(all="ignore"):  # NaN and inf lanes are redone below
+            x, y = operand(a), operand(b)
             s, bits, sticky = _float_result(op, x, y)
-        index, redo = proxy_index(bits, source, proxy, False)
-        if sticky is not None:
-            index |= sticky
-        codes, flags = table.lookup(index)
-        # An infinite operand gives an infinite s, which the table converts as
-        # the scalar model delivers an infinite operand's result; NaN results
+        # An infinite operand gives an infinite s, which converts as the
+        # scalar model delivers an infinite operand's result; NaN results
         # (NaN operands, inf - inf, 0 × inf) and infinities from finite
         # operands (overflow of the working type) are redone.
-        redo |= np.isnan(s)
+        redo = np.isnan(s)
         overflowed = np.isinf(s)
         if overflowed.any():
             redo |= overflowed & np.isfinite(x) & np.isfinite(y)
         if op != "mul":
             redo |= s == 0
+        codes, flags, unsure = rounded(bits, sticky)
+        redo |= unsure
         if redo.any():
             i = np.flatnonzero(redo)
             codes[i], flags[i] = chunk_op(fmt, _wide([a[i], b[i]]), key, None)
         return codes, flags
 
     return compute
+
+
+def _fp32_values(codes: np.ndarray, daz: bool) -> np.ndarray:
+    """FP32 codes (uint32) as float64 values, exact (subnormals as zeros of
+    their sign under DAZ)."""
+    x = codes.view(np.float32).astype(np.float64)
+    if daz:
+        np.copyto(x, x * 0.0, where=np.abs(x) < float(FP32.min_normal))
+    return x
 
 
 def _exact_float(op: str, fmt: Format) -> tuple[type, Format] | None:

@@ -209,14 +209,19 @@ def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]) -> Table | 
 
 
 def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any, ...],
-                  rand: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                  rand: np.ndarray | None, sticky: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Round the values of ``chunk`` (values, or codes of ``source``) into
+    ``fmt`` by the kernel; where ``sticky`` is true, the value to round lies
+    strictly between the code's magnitude and the next code's (bits below
+    the source's last place, only known to be nonzero)."""
     codes = codes_of(chunk, source)
     is_nan, is_inf, negative, sig, exp = fields(source, codes)
     finite = ~(is_nan | is_inf)
     if key[3] and source.subnormals:  # daz
         sig = np.where(finite & (sig < U64(1 << source.mantissa_bits)), U64(0), sig)
     out, flags = _specials_codes(fmt, source, codes, is_nan, is_inf, negative, key[1], key[6])
-    round_values(fmt, negative, sig, exp, None, key, rand, out, flags, finite)
+    round_values(fmt, negative, sig, exp, sticky, key, rand, out, flags, finite)
     return out, flags
 
 

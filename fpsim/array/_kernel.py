@@ -94,17 +94,26 @@ def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndar
     """Vectorized :func:`fpsim.rounding.quantize`: the multiple of ``2**q``
     (as int64) and whether it is inexact."""
     shift = q - exp
-    left = np.clip(-shift, 0, 62)
-    right = np.clip(shift, 0, 63)
-    kept = np.where(shift <= 0, sig << left.astype(U64), sig >> right.astype(U64))
-    # The remainder below the kept bits; a shift of 64 or more keeps nothing.
-    mask = np.where(shift >= 64, ~U64(0), (U64(1) << right.astype(U64)) - U64(1))
-    kept = np.where(shift >= 64, U64(0), kept)
-    rem = np.where(shift > 0, sig & mask, U64(0))
-    half = np.where(shift >= 64, ~U64(0), U64(1) << np.clip(shift - 1, 0, 63).astype(U64))
+    if shift.size and shift.min() > 0 and shift.max() < 64:
+        # The common case (every shift drops bits and keeps some): no clamps.
+        right = shift.astype(U64)
+        kept = sig >> right
+        rem = sig & ((U64(1) << right) - U64(1))
+        half = U64(1) << (right - U64(1))
+    else:
+        left = np.clip(-shift, 0, 62)
+        right = np.clip(shift, 0, 63)
+        kept = np.where(shift <= 0, sig << left.astype(U64), sig >> right.astype(U64))
+        # The remainder below the kept bits; a shift of 64 or more keeps nothing.
+        mask = np.where(shift >= 64, ~U64(0), (U64(1) << right.astype(U64)) - U64(1))
+        kept = np.where(shift >= 64, U64(0), kept)
+        rem = np.where(shift > 0, sig & mask, U64(0))
+        half = np.where(shift >= 64, ~U64(0), U64(1) << np.clip(shift - 1, 0, 63).astype(U64))
     inexact = rem != 0
-    at_half = np.where(shift > 64, False, rem == half)
-    above = np.where(shift > 64, False, rem > half)
+    # (A shift of 64 or more leaves rem = sig < 2**62, below half = 2**64 - 1:
+    # neither at half nor above.)
+    at_half = rem == half
+    above = rem > half
     if sticky is not None:
         inexact |= sticky
         above |= at_half & sticky
@@ -145,32 +154,34 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
     ``(codes as uint64, flags as uint8)``."""
     m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
     e = exp + bit_length(sig) - 1
-    q = np.where(e < emin, qmin, e - m) if subnormals else e - m
+    low = e < emin
+    any_low = bool(low.any())  # otherwise nothing is tiny: the steps below are skipped
+    q = np.where(low, qmin, e - m) if subnormals and any_low else e - m
     kept, inexact = _quantize(sig, exp, q, negative, sticky, mode, rand, sr_bits)
     code = ((q - qmin) << m) + kept - offset
     flags = np.where(inexact, INEXACT, 0).astype(U8)
 
-    low = e < emin
-    if before:
-        tiny = low
-    elif not subnormals:
-        tiny = low & (code < 0)
-    else:
-        tiny = low & (code < (1 << m))
-        if mode is not Rounding.SR:
-            tiny |= low & (e < emin - 1)
-            edge = low & (e == emin - 1) & (code >= (1 << m))
-            if edge.any():
-                full, _ = _quantize(sig, exp, e - m, negative, sticky, mode, rand, sr_bits)
-                tiny |= edge & (full < (1 << (m + 1)))
-    if not subnormals:
-        clamp = tiny & (code < 0)
-        code = np.where(clamp, 0, code)
-        flags = np.where(clamp, INEXACT, flags)
-    flags = np.where(tiny & (flags != 0), flags | UNDERFLOW, flags).astype(U8)
-    if ftz and subnormals:
-        code = np.where(tiny, 0, code)
-        flags = np.where(tiny, UNDERFLOW | INEXACT, flags).astype(U8)
+    if any_low:
+        if before:
+            tiny = low
+        elif not subnormals:
+            tiny = low & (code < 0)
+        else:
+            tiny = low & (code < (1 << m))
+            if mode is not Rounding.SR:
+                tiny |= low & (e < emin - 1)
+                edge = low & (e == emin - 1) & (code >= (1 << m))
+                if edge.any():
+                    full, _ = _quantize(sig, exp, e - m, negative, sticky, mode, rand, sr_bits)
+                    tiny |= edge & (full < (1 << (m + 1)))
+        if not subnormals:
+            clamp = tiny & (code < 0)
+            code = np.where(clamp, 0, code)
+            flags = np.where(clamp, INEXACT, flags)
+        flags = np.where(tiny & (flags != 0), flags | UNDERFLOW, flags).astype(U8)
+        if ftz and subnormals:
+            code = np.where(tiny, 0, code)
+            flags = np.where(tiny, UNDERFLOW | INEXACT, flags).astype(U8)
 
     over = code > max_code
     if over.any():
