@@ -332,3 +332,18 @@ def test_promote_every_needs_a_positive_count_and_the_sequential_order():
         ops.matmul(a, b, promote_every=0)
     with pytest.raises(ValueError, match="declares the order"):
         ops.matmul(a, b, promote_every=4, order="pairwise")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.float8_e5m2])
+def test_exact_products_take_two_steps_with_the_fmas_bits_and_flags(dtype):
+    # With daz=True the fma route is taken; without subnormal inputs daz
+    # changes nothing, so both routes must agree, flags included.
+    a, b = _data((9, 50), dtype, 20, spread=4), _data((50, 7), dtype, 21, spread=4)
+    a[np.abs(a.astype(np.float32)) < 2.0**-14] = 0
+    b[np.abs(b.astype(np.float32)) < 2.0**-14] = 0
+    for mode in ("rne", "rtz", "rup", "rdn", "rna"):
+        c1, c2 = fpsim.Context(rounding=mode), fpsim.Context(rounding=mode)
+        fast = ops.matmul(a, b, c1, out="fp32")
+        fused = ops.matmul(a, b, c2, out="fp32", daz=True)
+        _assert_same_bits(fast, fused)
+        assert c1.flags == c2.flags

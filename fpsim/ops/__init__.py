@@ -33,6 +33,8 @@ rounded once in that format.  ``order`` says which additions:
   sequentially from +0, then the piece sums added sequentially from +0.
 """
 
+from ._elementary import erf, exp, golden, log, reciprocal, rsqrt, tanh
 from ._reduce import dot, matmul, mean, sum  # noqa: A004
 
-__all__ = ["sum", "mean", "dot", "matmul"]
+__all__ = ["sum", "mean", "dot", "matmul", "exp", "log", "tanh", "erf", "rsqrt", "reciprocal",
+           "golden"]

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..context import Context
+from ..context import Context, resolve
 from ..formats import FP32, Format
+from ..modes import Rounding
 from ._operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
@@ -24,6 +25,10 @@ class _Steps:
     def __init__(self, ctx: Context | None, rng: Any, overrides: dict[str, Any]) -> None:
         self.ctx = ctx
         self.kw = dict(overrides)
+        _, key = resolve(ctx, self.kw)
+        # Deterministic, no flushing of results or operands: an exact
+        # intermediate then passes between two steps unchanged.
+        self.plain = key[0] is not Rounding.SR and not key[2] and not key[3]
         if rng is not None:
             self.kw["rng"] = rng
 
@@ -200,6 +205,14 @@ def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
     return deliver(steps.convert(quotient, acc_fmt, out_fmt), out_fmt, operand.typed)
 
 
+def _products_exact(wide: Format, narrow: Format) -> bool:
+    """Whether every product of two finite values of ``narrow`` is a value
+    of ``wide``: at most 2p bits, at most ``wide``'s max, and a multiple of
+    ``narrow``'s smallest subnormal squared, itself a multiple of ``wide``'s."""
+    return (2 * narrow.precision <= wide.precision and narrow.max ** 2 <= wide.max
+            and wide.subnormals and narrow.min_subnormal ** 2 >= wide.min_subnormal)
+
+
 def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, int], Any],
               b_terms: Callable[[np.ndarray, int], Any], shape: tuple[int, ...], k: int,
               compute: Any, accumulate: Any, out: Any, order: Any, promote_every: Any,
@@ -225,7 +238,18 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
         work = declared(op, "compute", compute)
     ca = steps.convert(a.codes, a.fmt, work)
     cb = steps.convert(b.codes, b.fmt, work)
-    if compute is None:
+    if compute is None and steps.plain and _products_exact(acc_fmt, a.fmt) and \
+            np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all():
+        # Every product is exact in the accumulator's format and no step
+        # flushes or draws random numbers: the product, rounded on its own,
+        # is itself (no flag), and adding it rounds once what the fma would
+        # (finite operands: no NaN to choose).  Two faster steps, same bits.
+        def fold(acc: np.ndarray, i: int) -> np.ndarray:
+            return steps.add(acc, steps.mul(a_terms(ca, i), b_terms(cb, i), acc_fmt), acc_fmt)
+
+        def term(i: int) -> np.ndarray:
+            return steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), acc_fmt)
+    elif compute is None:
         # Products exact, each rounded once with its addition (fma).
         def fold(acc: np.ndarray, i: int) -> np.ndarray:
             return steps.fma(a_terms(ca, i), b_terms(cb, i), acc, acc_fmt)
