@@ -6,6 +6,8 @@ the same computation measured in the same run.
   and with products rounded in FP32 (``compute="fp32"``, the same results);
 * a sum over the last axis of a 4096x4096 FP16 array in FP32 (sequential and
   pairwise);
+* softmax and layer_norm over the rows of a 4096x4096 FP16 array, computed
+  and accumulated in FP32 (goal: under 5 s each);
 * the correctly rounded exp, log, tanh, erf and rsqrt of 10^6 FP16 values
   (the peer: numpy's float32 functions, ``math.erf`` element by element).
 
@@ -77,6 +79,10 @@ def measure(repeats: int) -> None:
         t = median_seconds(lambda o=order: ops.sum(x, axis=1, order=o), repeats)
         print(f"{'sum 4096x4096 fp16 over rows, fp32 acc, ' + order:<52} {t:>8.2f} "
               f"{peer:>8.4f}")
+    for name in ("softmax", "layer_norm"):
+        t = median_seconds(lambda n=name: getattr(ops, n)(x), repeats)
+        print(f"{name + ' 4096x4096 fp16, fp32 compute/accumulate':<52} {t:>8.2f} "
+              f"{'':>8}   < 5 s")
     y = rng.standard_normal(10**6).astype(np.float16)
     y32 = y.astype(np.float32)
     peers = {"exp": np.exp, "log": np.log, "tanh": np.tanh,

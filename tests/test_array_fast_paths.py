@@ -202,7 +202,7 @@ def check_binary(op, fmt, a, b, settings, dtype=None):
     assert ctx.flags == Flag(int(np.bitwise_or.reduce(want_flags)))
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 @pytest.mark.parametrize("fmt", FLOAT_PATH, ids=lambda f: f.name)
 def test_float_path_equals_scalar_model(fmt, op):
     a, b = operand_pairs(fmt, seed=fmt.mantissa_bits + len(op))
@@ -266,12 +266,33 @@ def fp32_operand_pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.uint32), b.astype(np.uint32)
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def fp32_division_pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs above, plus divisors that are powers of two placing the
+    quotient across the subnormal range (ties there) and past overflow, and
+    exact quotients (a = b × c with b and c of at most 12 bits)."""
+    a, b = fp32_operand_pairs(seed)
+    rng = np.random.default_rng(seed + 100)
+    n, m = a.size, FP32.mantissa_bits
+    e_a = ((a >> m) & 0xFF).astype(np.int64)
+    k = rng.random(n) < 0.25
+    target = rng.choice([-1, 0, 1, 2, -22, -23, -24, 254, 255, 256], int(k.sum()))
+    e_b = np.clip(e_a[k] - target + 127 - 127, 1, 254)  # quotient's biased exponent ~ target
+    b[k] = (b[k] & np.uint32(FP32.sign_bit)) | (e_b.astype(np.uint32) << np.uint32(m))
+    k = np.flatnonzero(rng.random(n) < 0.15)
+    small = lambda size: (rng.integers(1, 1 << 12, size) * 2.0 ** rng.integers(-30, 30, size))  # noqa: E731
+    bv, cv = small(k.size), small(k.size)
+    b[k] = bv.astype(np.float32).view(np.uint32)
+    a[k] = (bv * cv).astype(np.float32).view(np.uint32)
+    return a, b
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_fp32_float_path_equals_scalar_model(op):
-    """FP32 add, sub and mul through float64 (TwoSum's sticky bit) and the
-    kernel: every deterministic mode, every combination of ftz, daz,
-    tininess and saturate, codes and float32 values as operands."""
-    a, b = fp32_operand_pairs(seed=len(op))
+    """FP32 add, sub, mul and div through float64 (TwoSum's error, the
+    quotient's exact remainder) and the kernel: every deterministic mode,
+    every combination of ftz, daz, tininess and saturate, codes and float32
+    values as operands."""
+    a, b = fp32_division_pairs(seed=9) if op == "div" else fp32_operand_pairs(seed=len(op))
     for i, mode in enumerate(MODES):
         for j in range(4):
             settings = {"rounding": mode, **FP32_SETTINGS[(4 * i + j) % 16]}

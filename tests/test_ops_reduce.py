@@ -9,6 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from sum_oracles import pairwise_sum, pieces_sum, seq_sum
 
 import fpsim
 from fpsim import ops
@@ -37,39 +38,6 @@ def _assert_same_bits(actual, expected):
     assert mismatch.size == 0, (f"{mismatch.size} of {actual.size} differ, first at "
                                 f"{mismatch[0]}: {actual.ravel()[mismatch[0]]!r} vs "
                                 f"{expected.ravel()[mismatch[0]]!r}")
-
-
-# -- oracles: the declared orders, written out ----------------------------------------------
-
-def seq_sum(terms, acc_dtype):
-    """acc = +0; acc = acc + t for each t (terms along the last axis)."""
-    acc = np.zeros(terms.shape[:-1], acc_dtype)
-    for k in range(terms.shape[-1]):
-        acc = (acc + terms[..., k]).astype(acc_dtype)
-    return acc
-
-
-def pairwise_sum(terms, acc_dtype):
-    """Adjacent pairs, level by level, an odd last term carried up."""
-    level = [terms[..., k] for k in range(terms.shape[-1])]
-    if not level:
-        return np.zeros(terms.shape[:-1], acc_dtype)
-    while len(level) > 1:
-        nxt = [(level[i] + level[i + 1]).astype(acc_dtype) for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return np.asarray(level[0], acc_dtype)
-
-
-def pieces_sum(terms, acc_dtype, sizes):
-    outer = np.zeros(terms.shape[:-1], acc_dtype)
-    start = 0
-    for size in sizes:
-        if size:
-            outer = (outer + seq_sum(terms[..., start:start + size], acc_dtype)).astype(acc_dtype)
-        start += size
-    return outer
 
 
 # -- sum ---------------------------------------------------------------------------------------

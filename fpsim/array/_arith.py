@@ -206,9 +206,10 @@ def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] 
 
 def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
               ) -> Callable[..., Any] | None:
-    """add, sub and mul in a deterministic mode through binary floating
+    """add, sub, mul and div in a deterministic mode through binary floating
     point: products of the format's values are exact in float32 or float64,
-    sums are exact with TwoSum's error term, which decides the sticky bit.
+    sums are exact with TwoSum's error term, and quotients with their exact
+    remainder (:func:`_float_result`); the error decides the sticky bit.
     Formats of at most 16 bits then round through the proxy table of
     :mod:`fpsim.array._proxy`, flags included (arrays large enough to pay
     for it); FP32 rounds the float64 bits and sticky bit by the kernel, as
@@ -216,7 +217,7 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     infinite result of finite operands, an exact zero sum (whose sign IEEE
     fixes by the mode) or an intermediate the proxy leaves unsure take the
     integer path."""
-    if op not in ("add", "sub", "mul"):
+    if op not in ("add", "sub", "mul", "div"):
         return None
     work = _exact_float(op, fmt)
     if work is None:
@@ -291,6 +292,12 @@ def _exact_float(op: str, fmt: Format) -> tuple[type, Format] | None:
     range), with the matching source format; None if neither does.  Sums
     need no more: TwoSum's error term is exact (an overflowing sum is redone)."""
     p, lo, hi = fmt.precision, fmt.emin - fmt.mantissa_bits, fmt.emax + 1
+    if op == "div":
+        # float64 only, and divisors of at most 26 bits (the remainder's
+        # products are exact); quotients and remainders of such formats stay
+        # far inside float64's normal range.
+        ok = p <= 26 and lo >= -600 and hi <= 600
+        return (np.float64, FP64) if ok else None
     for dtype, source in ((np.float32, FP32), (np.float64, FP64)):
         if p > source.precision or lo < source.emin - source.mantissa_bits or hi > source.emax:
             continue  # the values themselves do not fit
@@ -308,6 +315,20 @@ def _float_result(op: str, x: np.ndarray, y: np.ndarray
     if op == "mul":
         s = x * y
         return s, s.view(unsigned), None
+    if op == "div":
+        # The quotient rounded to float64, and the sign of the exact
+        # remainder x - q*y, computed without error: q split into halves of
+        # 26 and 27 bits (Veltkamp), whose products with y (at most 26 bits,
+        # see _exact_float) are exact, and the differences are exact too
+        # (each is a multiple of the smaller products' last place and
+        # smaller than the previous term).  x/y = q + (x - q*y)/y.
+        s = x / y
+        c = s * 134217729.0  # 2**27 + 1
+        high = c - (c - s)
+        low = s - high
+        rem = (x - high * y) - low * y
+        bits, sticky = nudge_toward(s.view(unsigned), rem * y)
+        return s, bits, sticky
     if op == "sub":
         y = np.negative(y, out=y)
     s = x + y
@@ -331,7 +352,8 @@ def _float_values(fmt: Format, daz: bool, dtype: type) -> np.ndarray:
         if daz:
             subnormal = (fields(fmt, codes)[3] < U64(1 << fmt.mantissa_bits)) & (values != 0)
             values[subnormal] = np.copysign(0.0, values[subnormal])
-        _FLOAT_VALUES[k] = values.astype(dtype)
+        with np.errstate(invalid="ignore"):  # signaling NaNs (their lanes are redone)
+            _FLOAT_VALUES[k] = values.astype(dtype)
     return _FLOAT_VALUES[k]
 
 

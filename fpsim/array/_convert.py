@@ -71,6 +71,12 @@ def decode(codes: Any, fmt: Format | str) -> np.ndarray:
     a = as_array(codes)
     if a.dtype.kind not in "iu":
         raise TypeError(f"decode() takes integer codes, got dtype {a.dtype}")
+    dt = value_dtype(fmt)
+    if dt is not None:
+        # numpy's and ml_dtypes' casts to float64 are exact, NaN signs kept
+        # (signaling NaNs raise numpy's invalid warning: not an error here).
+        with np.errstate(invalid="ignore"):
+            return raw_codes(a, fmt).view(dt).astype(np.float64)
     c = codes_of(a, fmt)
     is_nan, is_inf, negative, sig, exp = fields(fmt, c)
     with np.errstate(over="ignore"):

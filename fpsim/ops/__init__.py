@@ -34,7 +34,20 @@ rounded once in that format.  ``order`` says which additions:
 """
 
 from ._elementary import erf, exp, golden, log, reciprocal, rsqrt, tanh
+from ._nn import (
+    cross_entropy,
+    gelu,
+    layer_norm,
+    log_softmax,
+    mse_loss,
+    relu,
+    rms_norm,
+    sigmoid,
+    silu,
+    softmax,
+)
 from ._reduce import dot, matmul, mean, sum  # noqa: A004
 
 __all__ = ["sum", "mean", "dot", "matmul", "exp", "log", "tanh", "erf", "rsqrt", "reciprocal",
-           "golden"]
+           "golden", "softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
+           "gelu", "mse_loss", "cross_entropy"]

@@ -18,7 +18,7 @@ from ._operands import Operand, declared, deliver, holds
 __all__ = ["sum", "mean", "dot", "matmul"]
 
 
-class _Steps:
+class Steps:
     """The array engine under one operator call's settings: every step
     rounds with the same context, overrides and random generator."""
 
@@ -44,13 +44,27 @@ class _Steps:
     def fma(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, fmt: Format) -> np.ndarray:
         return array.fma(x, y, z, self.ctx, fmt=fmt, **self.kw)
 
+    def sub(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
+        return array.sub(x, y, self.ctx, fmt=fmt, **self.kw)
+
+    def function(self, name: str, x: np.ndarray, fmt: Format) -> np.ndarray:
+        """A correctly rounded elementary function (:mod:`fpsim.ops`)."""
+        from . import _elementary
+
+        return getattr(_elementary, name)(x, self.ctx, fmt=fmt, **self.kw)
+
+    def encode(self, value: float, fmt: Format) -> np.ndarray:
+        """A Python number rounded into ``fmt`` under the call's settings
+        (its flags included), as a 0-d array of codes."""
+        return array.encode(np.array(value, np.float64), fmt, self.ctx, **self.kw)
+
     def convert(self, codes: np.ndarray, src: Format, dst: Format) -> np.ndarray:
         if src == dst:
             return codes
         return array.convert(codes, src, dst, self.ctx, **self.kw)
 
 
-def _check_order(op: str, order: Any) -> Any:
+def check_order(op: str, order: Any) -> Any:
     if isinstance(order, str) and order in ("sequential", "pairwise"):
         return order
     if (isinstance(order, tuple) and len(order) == 2 and order[0] in ("blocked", "split")
@@ -75,7 +89,7 @@ def _pieces(order: tuple[str, int], k: int) -> list[range]:
     return out
 
 
-def _accumulate(steps: _Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
+def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
                 fold: Callable[[np.ndarray, int], np.ndarray],
                 term: Callable[[int], np.ndarray]) -> np.ndarray:
     """The sum of terms ``0..k-1`` in ``fmt`` in the declared order (see the
@@ -131,20 +145,35 @@ def _reduced_last(op: str, codes: np.ndarray, axis: Any) -> np.ndarray:
     return moved.reshape(*kept, size)
 
 
-def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, steps: _Steps
+def sum_last(steps: Steps, codes: np.ndarray, src: Format, acc_fmt: Format, order: Any
+             ) -> np.ndarray:
+    """The running sum in ``acc_fmt`` of ``codes`` (of ``src``) along their
+    last axis, converted to ``acc_fmt`` first (all at once, in C order)."""
+    terms = steps.convert(codes, src, acc_fmt)
+    # The axis first, in one copy: each term is then one contiguous block.
+    columns = np.ascontiguousarray(np.moveaxis(terms, -1, 0)) if terms.ndim > 1 else terms
+    return _accumulate(steps, acc_fmt, terms.shape[:-1], terms.shape[-1], order,
+                       lambda acc, i: steps.add(acc, columns[i], acc_fmt),
+                       lambda i: columns[i])
+
+
+def divide_by_count(steps: Steps, total: np.ndarray, k: int, acc_fmt: Format) -> np.ndarray:
+    """``total / k`` rounded once in ``acc_fmt``, k converted to it first."""
+    count = steps.encode(float(k), acc_fmt)
+    return steps.div(total, count, acc_fmt)
+
+
+def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, steps: Steps
             ) -> tuple[Operand, Format, np.ndarray, int]:
     """The body of sum and mean: the sum in the accumulate format and the
     number of terms."""
-    order = _check_order(op, order)
+    order = check_order(op, order)
     operand = Operand(op, x, fmt)
     acc_fmt = declared(op, "accumulate", accumulate)
+    # (converted in C order of x, before the axes move)
     converted = steps.convert(operand.codes, operand.fmt, acc_fmt)
     terms = _reduced_last(op, converted, axis)
-    k = terms.shape[-1]
-    total = _accumulate(steps, acc_fmt, terms.shape[:-1], k, order,
-                        lambda acc, i: steps.add(acc, terms[..., i], acc_fmt),
-                        lambda i: terms[..., i])
-    return operand, acc_fmt, total, k
+    return operand, acc_fmt, sum_last(steps, terms, acc_fmt, acc_fmt, order), terms.shape[-1]
 
 
 def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
@@ -176,7 +205,7 @@ def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
     >>> float(sum(x, accumulate="fp16", order="pairwise"))
     409.5
     """
-    steps = _Steps(ctx, rng, overrides)
+    steps = Steps(ctx, rng, overrides)
     operand, acc_fmt, total, _ = _sum_in("sum", x, axis, fmt, accumulate, order, steps)
     out_fmt = operand.fmt if out is None else declared("sum", "out", out)
     return deliver(steps.convert(total, acc_fmt, out_fmt), out_fmt, operand.typed)
@@ -197,10 +226,9 @@ def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
     >>> float(mean(np.array([1.0, 2.0, 4.0], np.float16)))
     2.333984375
     """
-    steps = _Steps(ctx, rng, overrides)
+    steps = Steps(ctx, rng, overrides)
     operand, acc_fmt, total, k = _sum_in("mean", x, axis, fmt, accumulate, order, steps)
-    count = array.encode(np.array([float(k)]), acc_fmt, steps.ctx, **steps.kw)
-    quotient = steps.div(total, count.reshape(()), acc_fmt)
+    quotient = divide_by_count(steps, total, k, acc_fmt)
     out_fmt = operand.fmt if out is None else declared("mean", "out", out)
     return deliver(steps.convert(quotient, acc_fmt, out_fmt), out_fmt, operand.typed)
 
@@ -216,11 +244,11 @@ def _products_exact(wide: Format, narrow: Format) -> bool:
 def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, int], Any],
               b_terms: Callable[[np.ndarray, int], Any], shape: tuple[int, ...], k: int,
               compute: Any, accumulate: Any, out: Any, order: Any, promote_every: Any,
-              promote_to: Any, steps: _Steps) -> np.ndarray:
+              promote_to: Any, steps: Steps) -> np.ndarray:
     """The body of dot and matmul: ``sum over i of a_i × b_i`` where
     ``a_terms(codes, i)`` and ``b_terms(codes, i)`` pick the factors of term
     ``i`` (arrays that broadcast to ``shape``)."""
-    order = _check_order(op, order)
+    order = check_order(op, order)
     if a.fmt != b.fmt:
         raise TypeError(f"{op}(): operands are in different formats ({a.fmt.name} and "
                         f"{b.fmt.name}); convert first, e.g. fpsim.array.round(x, "
@@ -310,7 +338,7 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     >>> float(dot(x, x, compute="fp16", out="fp32"))     # products rounded in FP16 first
     0.0
     """
-    steps = _Steps(ctx, rng, overrides)
+    steps = Steps(ctx, rng, overrides)
     a, b = Operand("dot", x, fmt), Operand("dot", y, fmt, "y")
     if a.codes.ndim != 1 or a.codes.shape != b.codes.shape:
         raise ValueError(f"dot() needs two vectors of one length; got shapes "
@@ -344,7 +372,7 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     >>> float(matmul(x, y, accumulate="fp16", promote_every=128, out="fp32")[0, 0])
     4096.0
     """
-    steps = _Steps(ctx, rng, overrides)
+    steps = Steps(ctx, rng, overrides)
     a, b = Operand("matmul", x, fmt), Operand("matmul", y, fmt, "y")
     if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
         raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "

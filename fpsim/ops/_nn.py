@@ -1,0 +1,369 @@
+"""Neural-network operators with declared numerics: softmax, log_softmax,
+layer_norm, rms_norm, relu, sigmoid, silu, gelu, mse_loss, cross_entropy.
+
+Each is a fixed sequence of correctly rounded steps (see each docstring and
+``spec/operators.md``): elementwise math in the ``compute`` format C
+(default FP32), running sums in the ``accumulate`` format A (default FP32,
+order as declared, from +0), the result converted to ``out`` O (default: the
+input's format).  Constants of a formula are the float64 literals shown,
+rounded to nearest even into C, as a compiled kernel's constants are; ``eps``
+is rounded into C under the call's settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context
+from ..formats import FP32
+from ._operands import Operand, declared, deliver
+from ._reduce import Steps, check_order, divide_by_count, sum_last
+
+__all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
+           "gelu", "mse_loss", "cross_entropy"]
+
+
+class _Call:
+    """One operator call: its input moved so that the reduced axis is last,
+    its declared formats, and the steps under its settings."""
+
+    def __init__(self, op: str, x: Any, fmt: Any, ctx: Context | None, compute: Any,
+                 accumulate: Any, out: Any, order: Any, rng: Any, overrides: dict[str, Any],
+                 axis: int | None = -1) -> None:
+        self.op = op
+        self.operand = Operand(op, x, fmt)
+        self.steps = Steps(ctx, rng, overrides)
+        self.c = declared(op, "compute", compute)
+        self.a = declared(op, "accumulate", accumulate)
+        self.o = self.operand.fmt if out is None else declared(op, "out", out)
+        self.order = check_order(op, order)
+        codes = self.operand.codes
+        if axis is not None:
+            nd = codes.ndim
+            if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or \
+                    not -nd <= axis < nd:
+                raise ValueError(f"{op}(): axis {axis!r} is out of range for an array of {nd} "
+                                 f"dimension(s); accepted an integer in [{-nd}, {nd})")
+            self.axis = int(axis) % nd
+            codes = np.moveaxis(codes, self.axis, -1)
+        # Every element in C, converted at once, in C order of the input.
+        self.x = self.steps.convert(np.ascontiguousarray(codes), self.operand.fmt, self.c)
+
+    def other(self, name: str, y: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """A second input in C: values of any float dtype, or codes of x's
+        format."""
+        codes = np.asarray(y).dtype.kind in "iu"
+        operand = Operand(self.op, y, self.operand.fmt if codes else None, name)
+        if shape is not None and operand.codes.shape != shape:
+            raise ValueError(f"{self.op}(): {name} has shape {operand.codes.shape}; accepted "
+                             f"{shape}")
+        return self.steps.convert(operand.codes, operand.fmt, self.c)
+
+    # one rounding each, in C
+    def add(self, x: np.ndarray, y: Any) -> np.ndarray:
+        return self.steps.add(x, y, self.c)
+
+    def sub(self, x: np.ndarray, y: Any) -> np.ndarray:
+        return self.steps.sub(x, y, self.c)
+
+    def mul(self, x: np.ndarray, y: Any) -> np.ndarray:
+        return self.steps.mul(x, y, self.c)
+
+    def div(self, x: np.ndarray, y: Any) -> np.ndarray:
+        return self.steps.div(x, y, self.c)
+
+    def fn(self, name: str, x: np.ndarray) -> np.ndarray:
+        return self.steps.function(name, x, self.c)
+
+    def constant(self, value: float) -> np.ndarray:
+        """A formula's constant, rounded to nearest even into C (no flags:
+        a compiled kernel rounds it once, before it runs)."""
+        return array.encode(np.array(value, np.float64), self.c, Context(rounding="rne"))
+
+    def mean_last(self, v: np.ndarray) -> np.ndarray:
+        """sum_A(v along the last axis) / N in A, converted to C."""
+        total = sum_last(self.steps, v, self.c, self.a, self.order)
+        return self.steps.convert(divide_by_count(self.steps, total, v.shape[-1], self.a),
+                                  self.a, self.c)
+
+    def done(self, y: np.ndarray, moved: bool = True) -> np.ndarray:
+        """Convert to O, put the axis back, deliver values or codes."""
+        result = self.steps.convert(y, self.c, self.o)
+        if moved and result.ndim:
+            result = np.moveaxis(result, -1, self.axis)
+        return deliver(np.asarray(result, order="C"), self.o, self.operand.typed)
+
+
+def _max_last(c: _Call, x: np.ndarray) -> np.ndarray:
+    """The largest element along the last axis (a NaN if there is one: the
+    first NaN), as codes of C with the axis kept."""
+    if x.shape[-1] == 0:
+        raise ValueError(f"{c.op}(): the softmax axis is empty")
+    values = array.decode(x, c.c)
+    index = np.argmax(values, axis=-1)[..., None]  # the first maximum, or the first NaN
+    return np.take_along_axis(x, index, -1)
+
+
+def _shifted(c: _Call, stable: bool) -> np.ndarray:
+    return c.sub(c.x, _max_last(c, c.x)) if stable else c.x
+
+
+_NUMERICS = """
+    ``compute`` (C, default FP32), ``accumulate`` (A, default FP32), ``out``
+    (O, default: the input's format), ``order`` of the running sums (see
+    :mod:`fpsim.ops`), and the settings of :mod:`fpsim.array` (``ctx=``,
+    ``rounding=``, ``ftz=``, ``daz=``, ``saturate=``, ``rng=``...).  Input:
+    values of a float dtype or codes with ``fmt=``."""
+
+
+def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
+            stable: bool = True, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+            order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+    """Softmax along ``axis``, as these roundings:
+
+    1. ``xc`` = x converted to C; with ``stable=True``, ``d = xc - max(xc)``
+       in C (the max is exact: one of the elements), else ``d = xc``;
+    2. ``e = exp(d)``, correctly rounded in C;
+    3. ``s`` = the running sum of ``e`` in A;
+    4. ``y = e / s`` in C (``s`` converted to C), converted to O.
+    """
+    c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis)
+    e = c.fn("exp", _shifted(c, stable))
+    s = c.steps.convert(sum_last(c.steps, e, c.c, c.a, c.order), c.a, c.c)
+    return c.done(c.div(e, s[..., None]))
+
+
+def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
+                stable: bool = True, compute: Any = FP32, accumulate: Any = FP32,
+                out: Any = None, order: Any = "sequential", rng: Any = None,
+                **overrides: Any) -> np.ndarray:
+    """Log-softmax along ``axis``: ``d`` and ``e`` as in :func:`softmax`,
+    ``s`` their running sum in A, ``l = log(s)`` correctly rounded in C,
+    ``y = d - l`` in C, converted to O."""
+    c = _Call("log_softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis)
+    return c.done(_log_softmax_steps(c, stable))
+
+
+def _log_softmax_steps(c: _Call, stable: bool) -> np.ndarray:
+    d = _shifted(c, stable)
+    s = c.steps.convert(sum_last(c.steps, c.fn("exp", d), c.c, c.a, c.order), c.a, c.c)
+    return c.sub(d, c.fn("log", s)[..., None])
+
+
+_VARIANCES = ("two_pass", "one_pass")
+
+
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None = None, *,
+               fmt: Any = None, eps: float = 1e-5, variance: str = "two_pass",
+               compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+               order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+    """Layer normalization over the last axis (N elements), as these
+    roundings (each in C unless said):
+
+    1. ``xc`` = x converted to C; ``mu`` = (running sum of xc in A) / N in
+       A, converted to C; ``d = xc - mu``;
+    2. ``variance="two_pass"``: ``var`` = (running sum of ``d*d`` in A) / N
+       in A, converted to C; ``"one_pass"``: ``q`` = (running sum of
+       ``xc*xc`` in A) / N in A, converted to C, ``var = q - mu*mu``;
+    3. ``v = var + eps`` (eps rounded into C under the call's settings);
+       ``r = rsqrt(v)`` correctly rounded; ``y = d * r``;
+    4. ``y = y * weight`` and ``y = y + bias`` where given (any float dtype,
+       or codes of x's format; converted to C), then converted to O.
+
+    A constant row has ``var = 0``, so ``v`` is eps itself: in FP16, eps=1e-5
+    is the subnormal 0x00A8, and a unit that flushes subnormals (``ftz`` or
+    ``daz``) makes it 0, ``rsqrt(0) = inf`` and ``0 * inf = NaN``:
+
+    >>> import numpy as np
+    >>> row = np.full((1, 8), 3.0, np.float16)
+    >>> layer_norm(row, compute="fp16", accumulate="fp16")[0, :2].tolist()
+    [0.0, 0.0]
+    >>> layer_norm(row, compute="fp16", accumulate="fp16", daz=True)[0, :2].tolist()
+    [nan, nan]
+    """
+    if variance not in _VARIANCES:
+        raise ValueError(f"layer_norm(): unknown variance={variance!r}; accepted "
+                         f"{', '.join(repr(v) for v in _VARIANCES)}")
+    c = _Call("layer_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1)
+    mu = c.mean_last(c.x)[..., None]
+    d = c.sub(c.x, mu)
+    if variance == "two_pass":
+        var = c.mean_last(c.mul(d, d))
+    else:
+        var = c.sub(c.mean_last(c.mul(c.x, c.x)), c.mul(mu[..., 0], mu[..., 0]))
+    r = c.fn("rsqrt", c.add(var, c.steps.encode(eps, c.c)))
+    y = c.mul(d, r[..., None])
+    return c.done(_affine(c, y, weight, bias))
+
+
+def _affine(c: _Call, y: np.ndarray, weight: Any, bias: Any) -> np.ndarray:
+    n = y.shape[-1:]
+    if weight is not None:
+        y = c.mul(y, c.other("weight", weight, n))
+    if bias is not None:
+        y = c.add(y, c.other("bias", bias, n))
+    return y
+
+
+def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any = None,
+             eps: float = 1e-6, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+             order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+    """RMS normalization over the last axis: ``ms`` = (running sum of
+    ``xc*xc`` in A) / N in A, converted to C; ``r = rsqrt(ms + eps)``
+    (correctly rounded, in C); ``y = xc * r``; ``y = y * weight`` where
+    given; converted to O."""
+    c = _Call("rms_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1)
+    r = c.fn("rsqrt", c.add(c.mean_last(c.mul(c.x, c.x)), c.steps.encode(eps, c.c)))
+    return c.done(_affine(c, c.mul(c.x, r[..., None]), weight, None))
+
+
+def relu(x: Any, ctx: Context | None = None, *, fmt: Any = None, out: Any = None,
+         **overrides: Any) -> np.ndarray:
+    """``x`` where ``x > 0``, else +0 (a NaN stays itself), converted to O
+    (default: the input's format; the only rounding).
+
+    >>> import numpy as np
+    >>> relu(np.array([-2.0, -0.0, 3.5, np.nan], np.float16)).tolist()
+    [0.0, 0.0, 3.5, nan]
+    """
+    operand = Operand("relu", x, fmt)
+    values = array.decode(operand.codes, operand.fmt)
+    codes = np.where((values > 0) | np.isnan(values), operand.codes,
+                     np.zeros((), operand.codes.dtype))
+    o = operand.fmt if out is None else declared("relu", "out", out)
+    result = Steps(ctx, None, overrides).convert(codes, operand.fmt, o)
+    return deliver(result, o, operand.typed)
+
+
+def _sigmoid_steps(c: _Call) -> np.ndarray:
+    one = c.constant(1.0)
+    return c.div(one, c.add(one, c.fn("exp", c.mul(c.x, c.constant(-1.0)))))
+
+
+def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
+            out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` as roundings in C: ``e = exp(-xc)`` (correctly
+    rounded), ``t = 1 + e``, ``y = 1 / t``, converted to O."""
+    c = _Call("sigmoid", x, fmt, ctx, compute, FP32, out, "sequential", rng, overrides, None)
+    return c.done(_sigmoid_steps(c), moved=False)
+
+
+def silu(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
+         out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
+    """``x * sigmoid(x)``: the steps of :func:`sigmoid`, then ``y = xc * s``
+    in C, converted to O."""
+    c = _Call("silu", x, fmt, ctx, compute, FP32, out, "sequential", rng, overrides, None)
+    return c.done(c.mul(c.x, _sigmoid_steps(c)), moved=False)
+
+
+_APPROXIMATIONS = ("none", "tanh")
+
+
+def gelu(x: Any, ctx: Context | None = None, *, fmt: Any = None, approximate: str = "none",
+         compute: Any = FP32, out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
+    """GELU, as roundings in C (constants: the float64 literals, rounded to
+    nearest even into C):
+
+    * ``approximate="none"``: ``t = xc * 0.7071067811865476``;
+      ``u = erf(t)`` (correctly rounded); ``y = (xc * 0.5) * (1 + u)``;
+    * ``approximate="tanh"``: ``x3 = (xc * xc) * xc``;
+      ``inner = xc + 0.044715 * x3``;
+      ``u = tanh(0.7978845608028654 * inner)`` (correctly rounded);
+      ``y = (xc * 0.5) * (1 + u)``;
+
+    then converted to O.
+
+    >>> import numpy as np
+    >>> gelu(np.array([-1.0, 0.0, 1.0], np.float16)).tolist()
+    [-0.15869140625, 0.0, 0.84130859375]
+    """
+    if approximate not in _APPROXIMATIONS:
+        raise ValueError(f"gelu(): unknown approximate={approximate!r}; accepted "
+                         f"{', '.join(repr(a) for a in _APPROXIMATIONS)}")
+    c = _Call("gelu", x, fmt, ctx, compute, FP32, out, "sequential", rng, overrides, None)
+    if approximate == "none":
+        u = c.fn("erf", c.mul(c.x, c.constant(0.7071067811865476)))
+    else:
+        x3 = c.mul(c.mul(c.x, c.x), c.x)
+        inner = c.add(c.x, c.mul(c.constant(0.044715), x3))
+        u = c.fn("tanh", c.mul(c.constant(0.7978845608028654), inner))
+    half = c.mul(c.x, c.constant(0.5))
+    return c.done(c.mul(half, c.add(c.constant(1.0), u)), moved=False)
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(c: _Call, v: np.ndarray, reduction: str, negate: bool) -> np.ndarray:
+    """``reduction`` of ``v`` (codes of C) over all its elements, in A;
+    negated (times -1, exact) when asked; delivered in O."""
+    if reduction == "none":
+        result = c.mul(v, c.constant(-1.0)) if negate else v
+        return c.done(result, moved=False)
+    flat = v.reshape(-1)
+    total = sum_last(c.steps, flat, c.c, c.a, c.order)
+    if reduction == "mean":
+        total = divide_by_count(c.steps, total, flat.size, c.a)
+    if negate:
+        minus_one = array.encode(np.array(-1.0), c.a, Context(rounding="rne"))
+        total = c.steps.mul(total, minus_one, c.a)
+    result = c.steps.convert(total, c.a, c.o)
+    return deliver(np.asarray(result, order="C"), c.o, c.operand.typed)
+
+
+def _check_reduction(op: str, reduction: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}(): unknown reduction={reduction!r}; accepted "
+                         f"{', '.join(repr(r) for r in _REDUCTIONS)}")
+
+
+def mse_loss(pred: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
+             reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
+             out: Any = None, order: Any = "sequential", rng: Any = None,
+             **overrides: Any) -> np.ndarray:
+    """Mean squared error: ``d = pred - target`` and ``q = d * d`` in C
+    (``target`` may be of another float dtype: it is converted to C);
+    ``reduction="none"``: q, converted to O; ``"sum"``: the running sum of q
+    (all elements, C order) in A; ``"mean"``: that sum / N in A; either
+    converted from A to O."""
+    _check_reduction("mse_loss", reduction)
+    c = _Call("mse_loss", pred, fmt, ctx, compute, accumulate, out, order, rng, overrides,
+              None)
+    t = c.other("target", target, c.operand.codes.shape)
+    d = c.sub(c.x, t)
+    return _reduce(c, c.mul(d, d), reduction, False)
+
+
+def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
+                  reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
+                  out: Any = None, order: Any = "sequential", rng: Any = None,
+                  **overrides: Any) -> np.ndarray:
+    """Cross-entropy of ``logits`` (N×K) against class indices ``target``
+    (N integers in [0, K)): ``ls`` = the steps of :func:`log_softmax` (stable)
+    along the last axis, in C; ``p = ls[i, target[i]]``; ``reduction="none"``:
+    ``-p`` (times -1 in C), converted to O; ``"sum"``: ``-(running sum of p
+    in A)``; ``"mean"``: ``-(that sum / N in A)``; negated in A and converted
+    from A to O.
+
+    >>> import numpy as np
+    >>> logits = np.array([[2.0, 0.5, -1.0]], np.float16)
+    >>> float(cross_entropy(logits, np.array([0]), out="fp32"))
+    0.24131132662296295
+    """
+    _check_reduction("cross_entropy", reduction)
+    c = _Call("cross_entropy", logits, fmt, ctx, compute, accumulate, out, order, rng,
+              overrides, -1)
+    t = np.asarray(target)
+    if c.x.ndim != 2 or t.shape != c.x.shape[:1] or t.dtype.kind not in "iu":
+        raise ValueError(f"cross_entropy(): needs logits of shape (N, K) and integer target "
+                         f"of shape (N,); got {c.operand.codes.shape} and {t.shape} "
+                         f"({t.dtype})")
+    if t.size and (t.min() < 0 or t.max() >= c.x.shape[1]):
+        raise ValueError(f"cross_entropy(): target classes must be in [0, {c.x.shape[1]})")
+    ls = _log_softmax_steps(c, True)
+    picked = np.take_along_axis(ls, t.astype(np.intp)[:, None], 1)[:, 0]
+    return _reduce(c, picked, reduction, True)
+
