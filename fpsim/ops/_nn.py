@@ -19,8 +19,8 @@ import numpy as np
 from .. import array
 from ..context import Context
 from ..formats import FP32
-from ._operands import Operand, declared, deliver
-from ._reduce import Steps, check_order, divide_by_count, sum_last
+from ._operands import Operand, constant, declared, deliver
+from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
            "gelu", "mse_loss", "cross_entropy"]
@@ -42,12 +42,7 @@ class _Call:
         self.order = check_order(op, order)
         codes = self.operand.codes
         if axis is not None:
-            nd = codes.ndim
-            if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or \
-                    not -nd <= axis < nd:
-                raise ValueError(f"{op}(): axis {axis!r} is out of range for an array of {nd} "
-                                 f"dimension(s); accepted an integer in [{-nd}, {nd})")
-            self.axis = int(axis) % nd
+            (self.axis,) = normalized_axes(op, codes.ndim, axis)
             codes = np.moveaxis(codes, self.axis, -1)
         # Every element in C, converted at once, in C order of the input.
         self.x = self.steps.convert(np.ascontiguousarray(codes), self.operand.fmt, self.c)
@@ -79,9 +74,8 @@ class _Call:
         return self.steps.function(name, x, self.c)
 
     def constant(self, value: float) -> np.ndarray:
-        """A formula's constant, rounded to nearest even into C (no flags:
-        a compiled kernel rounds it once, before it runs)."""
-        return array.encode(np.array(value, np.float64), self.c, Context(rounding="rne"))
+        """A formula's constant in C (see :func:`constant`)."""
+        return constant(value, self.c)
 
     def mean_last(self, v: np.ndarray) -> np.ndarray:
         """sum_A(v along the last axis) / N in A, converted to C."""
@@ -308,8 +302,7 @@ def _reduce(c: _Call, v: np.ndarray, reduction: str, negate: bool) -> np.ndarray
     if reduction == "mean":
         total = divide_by_count(c.steps, total, flat.size, c.a)
     if negate:
-        minus_one = array.encode(np.array(-1.0), c.a, Context(rounding="rne"))
-        total = c.steps.mul(total, minus_one, c.a)
+        total = c.steps.mul(total, constant(-1.0, c.a), c.a)
     result = c.steps.convert(total, c.a, c.o)
     return deliver(np.asarray(result, order="C"), c.o, c.operand.typed)
 

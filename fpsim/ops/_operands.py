@@ -8,12 +8,10 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..array._common import check_codes
+from ..array._common import VALUE_DTYPE_NAMES, check_codes, raw_codes
+from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
-
-_VALUE_DTYPES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-                 "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 
 class Operand:
@@ -34,16 +32,14 @@ class Operand:
             self.codes = a.astype(array.code_dtype(given), copy=False)
             self.fmt, self.typed = given, False
             return
-        if a.dtype.name not in _VALUE_DTYPES:
+        if a.dtype.name not in VALUE_DTYPE_NAMES:
             raise TypeError(f"{op}(): {name} has dtype {a.dtype}; accepted float16, float32, "
                             "float64, bfloat16, float8_* (ml_dtypes), or integer codes with fmt=")
         own = _lookup(a.dtype.name)
         if given is not None and given != own:
             raise TypeError(f"{op}(): fmt={given.name} disagrees with {name}'s dtype {a.dtype} "
                             f"({own.name}); drop fmt= or pass codes")
-        if not a.dtype.isnative:
-            a = a.astype(a.dtype.newbyteorder("="))
-        self.codes = a.view(f"u{a.dtype.itemsize}")
+        self.codes = raw_codes(a, own)
         self.fmt, self.typed = own, True
 
 
@@ -71,6 +67,13 @@ def holds(wide: Format, narrow: Format) -> bool:
     if narrow.has_zero and not wide.has_zero:
         return False
     return narrow.min_subnormal >= (wide.min_subnormal if wide.subnormals else wide.min_normal)
+
+
+def constant(value: float, fmt: Format) -> np.ndarray:
+    """A formula's constant rounded to nearest even into ``fmt``, as a 0-d
+    array of codes (no flags: a compiled kernel rounds it once, before it
+    runs)."""
+    return array.encode(np.array(value, np.float64), fmt, Context(rounding="rne"))
 
 
 def deliver(codes: np.ndarray, fmt: Format, typed: bool) -> np.ndarray:

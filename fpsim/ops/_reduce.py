@@ -13,6 +13,7 @@ from .. import array
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..modes import Rounding
+from . import _elementary
 from ._operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
@@ -49,8 +50,6 @@ class Steps:
 
     def function(self, name: str, x: np.ndarray, fmt: Format) -> np.ndarray:
         """A correctly rounded elementary function (:mod:`fpsim.ops`)."""
-        from . import _elementary
-
         return getattr(_elementary, name)(x, self.ctx, fmt=fmt, **self.kw)
 
     def encode(self, value: float, fmt: Format) -> np.ndarray:
@@ -124,21 +123,28 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
     return zero if outer is None else outer
 
 
+def normalized_axes(op: str, ndim: int, axis: Any) -> list[int]:
+    """``axis`` (an integer or a tuple of them) as non-negative axes of an
+    array of ``ndim`` dimensions, checked."""
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    norm = []
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool) or not -ndim <= ax < ndim:
+            raise ValueError(f"{op}(): axis {ax!r} is out of range for an array of {ndim} "
+                             f"dimension(s); accepted None, an integer in [{-ndim}, {ndim}) "
+                             "or a tuple of them")
+        norm.append(int(ax) % ndim)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"{op}(): repeated axis in {axis!r}")
+    return norm
+
+
 def _reduced_last(op: str, codes: np.ndarray, axis: Any) -> np.ndarray:
     """``codes`` with the reduced axes moved last and merged into one."""
     if axis is None:
         return codes.reshape(-1)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     nd = codes.ndim
-    norm = []
-    for ax in axes:
-        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool) or not -nd <= ax < nd:
-            raise ValueError(f"{op}(): axis {ax!r} is out of range for an array of {nd} "
-                             f"dimension(s); accepted None, an integer in [{-nd}, {nd}) "
-                             "or a tuple of them")
-        norm.append(int(ax) % nd)
-    if len(set(norm)) != len(norm):
-        raise ValueError(f"{op}(): repeated axis in {axis!r}")
+    norm = normalized_axes(op, nd, axis)
     moved = np.moveaxis(codes, norm, builtins.range(nd - len(norm), nd))
     kept = moved.shape[:nd - len(norm)]
     size = int(np.prod(moved.shape[nd - len(norm):], dtype=np.int64))
@@ -266,29 +272,23 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
         work = declared(op, "compute", compute)
     ca = steps.convert(a.codes, a.fmt, work)
     cb = steps.convert(b.codes, b.fmt, work)
-    if compute is None and steps.plain and _products_exact(acc_fmt, a.fmt) and \
-            np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all():
-        # Every product is exact in the accumulator's format and no step
-        # flushes or draws random numbers: the product, rounded on its own,
-        # is itself (no flag), and adding it rounds once what the fma would
-        # (finite operands: no NaN to choose).  Two faster steps, same bits.
-        def fold(acc: np.ndarray, i: int) -> np.ndarray:
-            return steps.add(acc, steps.mul(a_terms(ca, i), b_terms(cb, i), acc_fmt), acc_fmt)
+    def term(i: int) -> np.ndarray:
+        """Product i rounded in the working format, converted to A."""
+        product = steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), work)
+        return steps.convert(product, work, acc_fmt)
 
-        def term(i: int) -> np.ndarray:
-            return steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), acc_fmt)
-    elif compute is None:
+    # Without compute=, where every product is exact in A and no step
+    # flushes or draws random numbers, the product rounded on its own is
+    # itself (no flag) and adding it rounds once what the fma would (finite
+    # operands: no NaN to choose): the same bits in two faster steps.
+    fused = compute is None and not (
+        steps.plain and _products_exact(acc_fmt, a.fmt)
+        and np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all())
+    if fused:
         # Products exact, each rounded once with its addition (fma).
         def fold(acc: np.ndarray, i: int) -> np.ndarray:
             return steps.fma(a_terms(ca, i), b_terms(cb, i), acc, acc_fmt)
-
-        def term(i: int) -> np.ndarray:
-            return steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), acc_fmt)
     else:
-        def term(i: int) -> np.ndarray:
-            product = steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), work)
-            return steps.convert(product, work, acc_fmt)
-
         def fold(acc: np.ndarray, i: int) -> np.ndarray:
             return steps.add(acc, term(i), acc_fmt)
 
