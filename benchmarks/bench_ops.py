@@ -21,8 +21,10 @@ allocator settings, and with ``MALLOC_MMAP_THRESHOLD_`` and
 chunks of 65,536 elements, whose temporaries (512 KiB each) glibc by default
 maps from and returns to the system at every call, page faults included; a
 process that has once freed a large array (any process holding tensors of
-tens of MB) or that sets these variables keeps them instead.  A matmul of
-256 x 256 outputs is exactly one chunk per step, the worst case.
+tens of MB) or that sets these variables keeps them instead.  The operators
+make few, large calls (matmul computes the products of 16 steps of a 256 x
+256 output at once, and running sums go through
+``fpsim.array.add_sequence``), which keeps the difference small.
 
 Prints medians of a few runs; asserts nothing about time.
 Run ``python benchmarks/bench_ops.py [--repeats 3]``.

@@ -44,7 +44,10 @@ Float(e4m3, 0x7f, nan)
 
 from __future__ import annotations
 
+import inspect
 import math
+import types
+from collections.abc import Callable
 from typing import Any
 
 from .context import Context, _current, getcontext, resolve
@@ -245,49 +248,13 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
 
 # -- the arithmetic operations -------------------------------------------------
 
-def add(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
-    """``a + b`` rounded once.
-
-    >>> add(FP16.round(1), FP16.round(-1), rounding="rdn")   # exact zero toward -inf
-    Float(fp16, 0x8000, -0)
-    """
-    return _arith(_ADD, a, b, None, ctx, overrides)
-
-
-def sub(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
-    """``a - b`` rounded once (a NaN ``b`` propagates with its own sign).
-
-    >>> sub(FP16.round(1), FP16.round(1))
-    Float(fp16, 0x0000, 0)
-    """
-    return _arith(_SUB, a, b, None, ctx, overrides)
-
-
-def mul(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
-    """``a × b`` rounded once.
-
-    >>> mul(E4M3.round(16), E4M3.round(30))    # 480 rounds past 448: NaN (no inf)
-    Float(e4m3, 0x7f, nan)
-    """
-    return _arith(_MUL, a, b, None, ctx, overrides)
-
-
-def div(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) -> Float:
-    """``a / b`` rounded once.
-
-    >>> div(FP16.round(1), FP16.round(3))
-    Float(fp16, 0x3555, 0.333251953125)
-    """
-    return _arith(_DIV, a, b, None, ctx, overrides)
-
-
 def fma(a: Float, b: Float, c: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     """``a × b + c`` with a single rounding (IEEE fusedMultiplyAdd).
 
     >>> fma(FP16.round(0), FP16.round("inf"), FP16.round("nan")).is_nan  # INVALID too
     True
     """
-    return _arith(_FMA, a, b, c, ctx, overrides)
+    return _arith(a, b, ctx, _op=_FMA, _c=c, **overrides)
 
 
 def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
@@ -299,7 +266,7 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     (Float(fp16, 0x8000, -0), True)
     """
     # The one operand goes in as b too: the two-operand checks hold for it.
-    return _arith(_SQRT, a, a, None, ctx, overrides)
+    return _arith(a, a, ctx, _op=_SQRT, **overrides)
 
 
 # The operations of _arith, in the order its dispatch tests them.
@@ -315,8 +282,8 @@ _NAMES = ("add", "sub", "fma", "mul", "div", "sqrt")
 _SQRT_GUARD = 4
 
 
-def _arith(op: int, a: Float, b: Float, c: Float | None, ctx: Context | None,
-           overrides: dict[str, Any]) -> Float:
+def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
+           _c: Float | None = None, **overrides: Any) -> Float:
     """The body of add, sub, mul, div, fma and sqrt: the prologue, the exact
     result ``±num/den × 2**e``, its one rounding and its delivery, in one
     frame (each call layer costs some 5% of an operation).
@@ -324,7 +291,9 @@ def _arith(op: int, a: Float, b: Float, c: Float | None, ctx: Context | None,
     A sum is exact in integers at the smaller exponent; an exact zero sum of
     terms of opposite signs is +0, or -0 toward -inf; of like signs, that
     sign (IEEE 754 §6.3).  NaN, infinite and zero-divisor cases go to
-    :func:`_special`."""
+    :func:`_special`.  ``add``, ``sub``, ``mul`` and ``div`` are this
+    function's own code with ``_op`` fixed (:func:`_binary_operation`)."""
+    op, c = _op, _c
     if ctx is None:
         ctx = _current.get(None) or getcontext()
     if (not overrides and a.__class__ is Float and b.__class__ is Float
@@ -372,7 +341,17 @@ def _arith(op: int, a: Float, b: Float, c: Float | None, ctx: Context | None,
     elif op == _DIV:
         if not sb:
             return _special(op, fmt, (ctx, key, rand), a, b, c)
-        negative, num, den, e = na != nb, sa, sb, ea - eb
+        k, normal = fmt._div
+        if sa >= normal and key[0] is not _SR:
+            # The integer quotient of the shifted significands (at least p + 2
+            # bits, see Format._div) with a nonzero remainder jammed into its
+            # last bit, which lies below the rounding bit: that binary value
+            # rounds as the exact quotient does, in every deterministic mode.
+            x = sa << k
+            q = x // sb
+            negative, num, den, e = na != nb, q | (q * sb != x), 1, ea - eb - k
+        else:  # the kernel divides (and keeps the sr_bits it reads)
+            negative, num, den, e = na != nb, sa, sb, ea - eb
     else:
         if na and sa:
             return _special(op, fmt, (ctx, key, rand), a, b, c)
@@ -396,6 +375,51 @@ def _arith(op: int, a: Float, b: Float, c: Float | None, ctx: Context | None,
         ctx._flags[0] |= flags
     interned = fmt._floats
     return (interned[code] or _make(fmt, code)) if interned is not None else _make(fmt, code)
+
+
+def _binary_signature(a: Float, b: Float, ctx: Context | None = None,
+                      **overrides: Any) -> Float:
+    """The signature the binary operations show (help(), the API docs)."""
+    raise NotImplementedError
+
+
+def _binary_operation(name: str, op: int, doc: str) -> Callable[..., Float]:
+    """A public binary operation: :func:`_arith`'s own code object with
+    ``_op`` fixed as a keyword default, so that a call runs one Python frame
+    (a wrapper function calling _arith costs some 10% of an add)."""
+    fn = types.FunctionType(_arith.__code__, globals(), name, _arith.__defaults__)
+    fn.__kwdefaults__ = {"_op": op, "_c": None}
+    fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__annotations__ = dict(_binary_signature.__annotations__)
+    fn.__signature__ = inspect.signature(_binary_signature)  # type: ignore[attr-defined]
+    return fn
+
+
+add = _binary_operation("add", _ADD, """``a + b`` rounded once.
+
+    >>> add(FP16.round(1), FP16.round(-1), rounding="rdn")   # exact zero toward -inf
+    Float(fp16, 0x8000, -0)
+    """)
+
+sub = _binary_operation("sub", _SUB, """``a - b`` rounded once (a NaN ``b`` propagates with
+    its own sign).
+
+    >>> sub(FP16.round(1), FP16.round(1))
+    Float(fp16, 0x0000, 0)
+    """)
+
+mul = _binary_operation("mul", _MUL, """``a × b`` rounded once.
+
+    >>> mul(E4M3.round(16), E4M3.round(30))    # 480 rounds past 448: NaN (no inf)
+    Float(e4m3, 0x7f, nan)
+    """)
+
+div = _binary_operation("div", _DIV, """``a / b`` rounded once.
+
+    >>> div(FP16.round(1), FP16.round(3))
+    Float(fp16, 0x3555, 0.333251953125)
+    """)
 
 
 def _special(op: int, fmt: Format, env: _Env, a: Float, b: Float, c: Float | None) -> Float:

@@ -169,6 +169,12 @@ class Format:
             _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code,
                      self.subnormals, sign_bit,
                      sign_bit if self.subnormals and sp is not Specials.FNUZ else 0),
+            # fpsim.arith's division of a normal dividend (significand at
+            # least 2**m) shifts it left by m + 3 bits: the integer quotient by
+            # any significand then has at least p + 2 bits, and for formats up
+            # to 16 bits the shifted dividend stays in one 30-bit digit of a
+            # Python int (a two-digit division costs about a third of a div).
+            _div=(m + 3, 1 << m),
             # Operand decode table of fpsim.arith, built on first use.
             _decoded=None,
             # Interned Float values of formats up to 16 bits (fpsim.value):

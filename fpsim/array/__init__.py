@@ -9,9 +9,9 @@ suite proves the two equal code for code and flag for flag.
   for formats up to 32 bits wide, from any binary input array (numpy
   float16/32/64, ml_dtypes types, or codes of a known format);
 * arithmetic: :func:`add`, :func:`sub`, :func:`mul`, :func:`div`,
-  :func:`fma`, :func:`sqrt` and the comparisons :func:`eq`, :func:`ne`,
-  :func:`lt`, :func:`le`, :func:`gt`, :func:`ge`, :func:`unordered` on
-  arrays of one format up to 32 bits.
+  :func:`fma`, :func:`sqrt`, the running sum :func:`add_sequence`, and the
+  comparisons :func:`eq`, :func:`ne`, :func:`lt`, :func:`le`, :func:`gt`,
+  :func:`ge`, :func:`unordered` on arrays of one format up to 32 bits.
 
 Memory: inputs are processed in chunks of ``chunk_size`` elements (default
 65,536); each step allocates a bounded number of chunk-sized temporaries (at
@@ -31,10 +31,10 @@ result's shape.
 array([inf], dtype=float16)
 """
 
-from ._arith import add, div, eq, fma, ge, gt, le, lt, mul, ne, sqrt, sub, unordered
+from ._arith import add, add_sequence, div, eq, fma, ge, gt, le, lt, mul, ne, sqrt, sub, unordered
 from ._common import DEFAULT_CHUNK, code_dtype, value_dtype
 from ._convert import convert, decode, encode, round
 
 __all__ = ["decode", "encode", "round", "convert", "code_dtype", "value_dtype", "DEFAULT_CHUNK",
-           "add", "sub", "mul", "div", "fma", "sqrt",
+           "add", "add_sequence", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]

@@ -37,7 +37,8 @@ from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
 from ..modes import Rounding, Tininess
 from ..nans import default_nan
-from ..rounding import DIVIDE_BY_ZERO, INVALID
+from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID
+from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
@@ -50,12 +51,12 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._convert import _encode_chunk, _lookup_table, decode
+from ._convert import _lookup_table, decode, round_fp64_to_fp32
 from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
 from ._proxy import nudge_toward, proxy_for, proxy_index
 from ._tables import cached
 
-__all__ = ["add", "sub", "mul", "div", "fma", "sqrt",
+__all__ = ["add", "add_sequence", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]
 
 # The width of the aligned significands of a sum: the larger operand is
@@ -246,7 +247,7 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             # NaN lanes are redone: they take no time converting their NaN here.
             np.copyto(bits, U64(0), where=(bits & U64(FP64.magnitude_mask)) > U64(FP64.inf_code))
-            codes, flags = _encode_chunk(fmt, source, bits.view(dtype), key, None, sticky)
+            codes, flags = round_fp64_to_fp32(bits.view(dtype), sticky, key)
             return codes, flags, np.zeros(bits.shape, bool)
     else:
         return None
@@ -673,6 +674,56 @@ def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     ('0x7e', ['inexact'])
     """
     return _run("add", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+
+
+def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
+                 initial: Any = None, rng: Any = None, **overrides: Any) -> Any:
+    """The sum of ``terms`` along their first axis, one term at a time in
+    order, each sum rounded: ``((initial + terms[0]) + terms[1]) + ...``
+    (``initial`` of the same format, broadcasting to one term; +0 by
+    default); the same codes and flags as the loop
+    ``acc = add(acc, terms[i])`` from ``acc = initial``, which is how it is
+    computed, except that FP32 sums in
+    round-to-nearest-even (no ftz, no daz) use the machine's float32
+    addition where it is IEEE's (checked on each call; results that are not
+    finite are redone step by step), with TwoSum deciding INEXACT.
+
+    >>> import numpy as np
+    >>> t = np.float32([[1.0, 2.0**24], [2.0**-24, 1.0], [2.0**-24, 1.0]])
+    >>> add_sequence(t).tolist()       # 1 + 2**-24 ties to even, twice; 2**24 + 1 too
+    [1.0, 16777216.0]
+    >>> add_sequence(np.float16([[-0.0]])).tolist()   # +0 + -0 is +0
+    [0.0]
+    """
+    ops = _Operands("add_sequence", (terms,), fmt)
+    if len(ops.shape) == 0:
+        raise ValueError("add_sequence() needs terms with at least one axis (the axis summed)")
+    fmt = ops.fmt
+    ctx, key = resolve(ctx, overrides)
+    codes = raw_codes(ops.flats[0], fmt, check=False).reshape(ops.shape)
+    acc = np.zeros(ops.shape[1:], code_dtype(fmt))
+    if initial is not None:
+        start = _Operands("add_sequence", (initial,), fmt)
+        if (start.result_dtype == np.dtype(code_dtype(fmt))) != (
+                ops.result_dtype == np.dtype(code_dtype(fmt))):
+            raise TypeError("add_sequence(): give terms and initial both as values of one "
+                            "dtype or both as codes")
+        try:
+            acc[...] = raw_codes(start.flats[0], fmt, check=False).reshape(start.shape)
+        except ValueError:
+            raise ValueError(f"add_sequence(): initial of shape {start.shape} does not "
+                             f"broadcast to a term's shape {ops.shape[1:]}") from None
+    if (fmt == FP32 and key[0] is Rounding.RNE and not key[2] and not key[3]
+            and native.float32_adds_are_ieee()):
+        done = native.running_sum_fp32(codes.view(np.float32), acc.view(np.float32))
+        if done is not None:
+            total, inexact = done
+            if inexact:
+                ctx._flags[0] |= INEXACT
+            return total.view(code_dtype(fmt)).view(ops.result_dtype)
+    for term in codes:
+        acc = add(acc, term, ctx, fmt=fmt, rng=rng, **overrides)
+    return acc.view(ops.result_dtype)
 
 
 def sub(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,

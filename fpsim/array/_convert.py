@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from ..context import Context, resolve
-from ..formats import Format, Specials
+from ..formats import FP32, FP64, Format, Specials
 from ..formats import format as _lookup
 from ..nans import convert_nan
 from ..rounding import INVALID, nan_code, nan_or_error
+from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
@@ -182,6 +183,9 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
     general: Converter = lambda chunk, rand: _encode_chunk(fmt, source, chunk, key, rand)  # noqa: E731
     if stochastic:
         return general
+    if fmt == FP32 and source == FP64:
+        return lambda chunk, rand: round_fp64_to_fp32(
+            raw_codes(chunk, source).view(np.float64), None, key)
     if source.width <= 16:
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
@@ -229,6 +233,21 @@ def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any
     out, flags = _specials_codes(fmt, source, codes, is_nan, is_inf, negative, key[1], key[6])
     round_values(fmt, negative, sig, exp, sticky, key, rand, out, flags, finite)
     return out, flags
+
+
+def round_fp64_to_fp32(values: np.ndarray, sticky: np.ndarray | None, key: tuple[Any, ...]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Round float64 ``values`` (with ``sticky`` as in :func:`_encode_chunk`)
+    into FP32: normal results of the deterministic modes by the machine's
+    own conversion (:mod:`fpsim.array._native`), the rest by the kernel."""
+    if key[0] not in native.MODES or not native.rounds_to_nearest():
+        return _encode_chunk(FP32, FP64, values, key, None, sticky)
+    codes, flags, done = native.round_fp32(values, sticky, key[0])
+    if not done.all():
+        i = np.flatnonzero(~done)
+        codes[i], flags[i] = _encode_chunk(FP32, FP64, values[i], key, None,
+                                           None if sticky is None else sticky[i])
+    return codes, flags
 
 
 def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A001

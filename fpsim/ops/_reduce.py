@@ -30,6 +30,9 @@ class Steps:
         # Deterministic, no flushing of results or operands: an exact
         # intermediate then passes between two steps unchanged.
         self.plain = key[0] is not Rounding.SR and not key[2] and not key[3]
+        # Deterministic: the order in which steps of different terms run
+        # (all products first, then all sums) cannot change a result.
+        self.deterministic = key[0] is not Rounding.SR
         if rng is not None:
             self.kw["rng"] = rng
 
@@ -44,6 +47,11 @@ class Steps:
 
     def fma(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, fmt: Format) -> np.ndarray:
         return array.fma(x, y, z, self.ctx, fmt=fmt, **self.kw)
+
+    def add_sequence(self, terms: np.ndarray, fmt: Format, initial: np.ndarray | None = None
+                     ) -> np.ndarray:
+        """``((initial + terms[0]) + terms[1]) + ...``: :func:`add` step by step."""
+        return array.add_sequence(terms, self.ctx, fmt=fmt, initial=initial, **self.kw)
 
     def sub(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
         return array.sub(x, y, self.ctx, fmt=fmt, **self.kw)
@@ -90,10 +98,13 @@ def _pieces(order: tuple[str, int], k: int) -> list[range]:
 
 def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
                 fold: Callable[[np.ndarray, int], np.ndarray],
-                term: Callable[[int], np.ndarray]) -> np.ndarray:
+                term: Callable[[int], np.ndarray],
+                sequence: Callable[[range], np.ndarray] | None = None) -> np.ndarray:
     """The sum of terms ``0..k-1`` in ``fmt`` in the declared order (see the
     module's docstring): ``fold(acc, i)`` adds term ``i`` to ``acc``,
-    ``term(i)`` is term ``i`` alone (for the pairwise tree)."""
+    ``term(i)`` is term ``i`` alone (for the pairwise tree), and
+    ``sequence(piece)``, where given, folds a whole piece from zero at once
+    (the same result as folding its terms one by one)."""
     zero = np.zeros(shape, array.code_dtype(fmt))
     if order == "pairwise":
         # A binary counter: two partial sums of the same size merge at once,
@@ -115,9 +126,12 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
     pieces = [builtins.range(k)] if order == "sequential" else _pieces(order, k)
     outer = None
     for piece in pieces:
-        acc = zero
-        for i in piece:
-            acc = fold(acc, i)
+        if sequence is not None:
+            acc = sequence(piece)
+        else:
+            acc = zero
+            for i in piece:
+                acc = fold(acc, i)
         outer = acc if order == "sequential" else steps.add(zero if outer is None else outer,
                                                              acc, fmt)
     return zero if outer is None else outer
@@ -160,7 +174,9 @@ def sum_last(steps: Steps, codes: np.ndarray, src: Format, acc_fmt: Format, orde
     columns = np.ascontiguousarray(np.moveaxis(terms, -1, 0)) if terms.ndim > 1 else terms
     return _accumulate(steps, acc_fmt, terms.shape[:-1], terms.shape[-1], order,
                        lambda acc, i: steps.add(acc, columns[i], acc_fmt),
-                       lambda i: columns[i])
+                       lambda i: columns[i],
+                       lambda piece: steps.add_sequence(columns[piece.start:piece.stop],
+                                                        acc_fmt))
 
 
 def divide_by_count(steps: Steps, total: np.ndarray, k: int, acc_fmt: Format) -> np.ndarray:
@@ -239,6 +255,10 @@ def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
     return deliver(steps.convert(quotient, acc_fmt, out_fmt), out_fmt, operand.typed)
 
 
+# Elements of the products computed in one call by matmul's blocked path.
+_BLOCK_ELEMENTS = 1 << 20
+
+
 def _products_exact(wide: Format, narrow: Format) -> bool:
     """Whether every product of two finite values of ``narrow`` is a value
     of ``wide``: at most 2p bits, at most ``wide``'s max, and a multiple of
@@ -284,6 +304,7 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     fused = compute is None and not (
         steps.plain and _products_exact(acc_fmt, a.fmt)
         and np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all())
+    sequence = None
     if fused:
         # Products exact, each rounded once with its addition (fma).
         def fold(acc: np.ndarray, i: int) -> np.ndarray:
@@ -292,8 +313,25 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
         def fold(acc: np.ndarray, i: int) -> np.ndarray:
             return steps.add(acc, term(i), acc_fmt)
 
+        if steps.deterministic:
+            # The products of a block of terms in one call, then their
+            # running sum: the same steps, fewer and larger calls.
+            size = int(np.prod(shape, dtype=np.int64))
+            block = max(1, _BLOCK_ELEMENTS // max(size, 1))
+
+            def sequence(piece: range) -> np.ndarray:
+                acc = None
+                for start in builtins.range(piece.start, piece.stop, block):
+                    idx = builtins.range(start, min(start + block, piece.stop))
+                    left = np.stack([np.broadcast_to(a_terms(ca, i), shape) for i in idx])
+                    right = np.stack([np.broadcast_to(b_terms(cb, i), shape) for i in idx])
+                    products = steps.convert(steps.mul(left, right, work), work, acc_fmt)
+                    acc = steps.add_sequence(products, acc_fmt, acc)
+                return np.zeros(shape, array.code_dtype(acc_fmt)) if acc is None else acc
+
     if promote_every is None:
-        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, fold, term), acc_fmt
+        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, fold, term,
+                                       sequence), acc_fmt
     else:
         if (not isinstance(promote_every, (int, np.integer)) or isinstance(promote_every, bool)
                 or promote_every < 1):
@@ -305,9 +343,12 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
         total_fmt = declared(op, "promote_to", promote_to)
         total = np.zeros(shape, array.code_dtype(total_fmt))
         for piece in _pieces(("blocked", int(promote_every)), k):
-            acc = np.zeros(shape, array.code_dtype(acc_fmt))
-            for i in piece:
-                acc = fold(acc, i)
+            if sequence is not None:
+                acc = sequence(piece)
+            else:
+                acc = np.zeros(shape, array.code_dtype(acc_fmt))
+                for i in piece:
+                    acc = fold(acc, i)
             total = steps.add(total, steps.convert(acc, acc_fmt, total_fmt), total_fmt)
     return deliver(steps.convert(total, total_fmt, out_fmt), out_fmt, a.typed)
 

@@ -1,0 +1,163 @@
+"""Rounding float64 values into FP32 by the machine's own conversion, where
+that is provably the kernel's result.
+
+numpy's float64 → float32 cast is the processor's conversion: IEEE
+roundTiesToEven when the floating-point unit is in its default rounding
+mode.  Subnormal results depend on the unit's flush-to-zero setting, and the
+rounding mode can be changed by any library in the process, so the cast
+alone is not a golden model.  This module uses it only for *normal* results
+(``2**-126 <= |v|`` and a result below FP32's max, which no flush setting
+touches), checks the unit's rounding mode on every call, and derives the
+other modes from the round-to-nearest result and the side on which the
+exact value lies:
+
+* the value to round is ``v`` (float64) or, where ``sticky`` is true, a
+  value strictly between ``|v|`` and the next float64 magnitude (see
+  :mod:`fpsim.array._kernel`); ``r = float32(v)``;
+* the exact value is above ``|r|`` in magnitude where ``|v| > |r|``, or
+  ``|v| == |r|`` with ``sticky``; below where ``|v| < |r|``; since ``r`` is
+  on FP32's grid and the float64 grid is finer, ``v + sticky`` never
+  crosses ``r``;
+* round to nearest can differ from the cast only at a midpoint ``v`` of
+  FP32's grid: with ``sticky`` (ties to even) or at every midpoint (ties
+  away), the result is the neighbour away from zero where the cast went
+  toward zero;
+* toward zero, up and down step ``r``'s code by one where it lies on the
+  wrong side.  A code plus one is the next larger magnitude, minus one the
+  next smaller (normal results only: no step leaves the normal range).
+
+Everything else (zeros, subnormal and overflowing results, infinities,
+NaNs, round-to-odd and stochastic rounding, or a unit not rounding to
+nearest) is left to the kernel: the caller rounds the lanes this returns as
+not done.  The tests compare these lanes with the scalar model at every
+boundary the rules above name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..formats import FP32
+from ..modes import Rounding
+from ..rounding import INEXACT
+
+U64 = np.uint64
+U8 = np.uint8
+
+MODES = frozenset({Rounding.RNE, Rounding.RNA, Rounding.RTZ, Rounding.RUP, Rounding.RDN})
+
+_MIN_NORMAL = float(FP32.min_normal)
+_MAX = float(FP32.max)
+# Below FP32's last place, a float64 significand has 29 more bits; a
+# midpoint of FP32's grid has exactly the top one of them set.
+_LOW_MASK = U64((1 << 29) - 1)
+_HALF = U64(1 << 28)
+
+# Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
+# to even: 1), 1 + 3 * 2**-24 (a tie, to even: 1 + 2**-22) and their
+# negatives, and 1 + 2**-24 + 2**-52 (above the tie: 1 + 2**-23).
+_PROBE = np.array([1 + 2.0**-24, 1 + 3 * 2.0**-24, -(1 + 2.0**-24), -(1 + 3 * 2.0**-24),
+                   1 + 2.0**-24 + 2.0**-52])
+_PROBE_EXPECTED = np.array([1.0, 1 + 2.0**-22, -1.0, -(1 + 2.0**-22), 1 + 2.0**-23],
+                           np.float32)
+
+
+def rounds_to_nearest() -> bool:
+    """Whether the float64 → float32 cast rounds to nearest, ties to even
+    (the unit's default; a library may have changed it)."""
+    return bool(np.array_equal(_PROBE.astype(np.float32), _PROBE_EXPECTED))
+
+
+def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FP32 codes (uint32) and flags of the values ``v`` (float64, with
+    ``sticky`` as in the kernel), and which lanes are done; the others'
+    codes and flags are meaningless and must be rounded by the kernel.
+
+    The caller checks :func:`rounds_to_nearest` and that ``mode`` is in
+    :data:`MODES` once per call.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = v.astype(np.float32)
+        mag_v = np.abs(v)
+        mag_r = np.abs(r).astype(np.float64)
+    done = (mag_v >= _MIN_NORMAL) & (mag_r < _MAX)  # NaN compares false
+    codes = r.view(np.uint32)
+    above = mag_v > mag_r
+    below = mag_v < mag_r
+    inexact = above | below
+    if sticky is not None:
+        tied = sticky & ~inexact
+        above |= tied
+        inexact |= sticky
+    if mode is Rounding.RNE or mode is Rounding.RNA:
+        away = toward = None
+        if mode is Rounding.RNA or sticky is not None:
+            midpoint = (v.view(U64) & _LOW_MASK) == _HALF
+            if mode is Rounding.RNE:
+                midpoint &= sticky
+            away = midpoint & above
+    else:
+        negative = np.signbit(v)
+        if mode is Rounding.RTZ:
+            away, toward = None, below
+        elif mode is Rounding.RUP:
+            away, toward = above & ~negative, below & negative
+        else:  # RDN
+            away, toward = above & negative, below & ~negative
+    if away is not None:
+        codes += away
+    if toward is not None:
+        codes -= toward
+    flags = inexact.view(U8) * U8(INEXACT)
+    return codes, flags, done
+
+
+# -- sequential FP32 sums ----------------------------------------------------------------------
+#
+# ``a + b`` of two FP32 values in round-to-nearest-even: the machine's float32
+# addition is IEEE's, provided the unit rounds to nearest and neither flushes
+# subnormal results (FTZ) nor reads subnormal operands as zero (DAZ).  A sum
+# of two FP32 values is a multiple of 2**-149, so a subnormal sum is exact:
+# no sum raises UNDERFLOW, and overflow shows as a non-finite result.  Only
+# INEXACT remains, which TwoSum's error term decides exactly.
+
+_HALF_ULP = np.float32(2.0**-24)
+_MIN = np.float32(2.0**-126)
+
+
+def float32_adds_are_ieee() -> bool:
+    """Whether float32 addition here rounds to nearest, ties to even, with
+    subnormal results and operands kept (the unit's defaults)."""
+    one, third = np.float32(1.0), np.float32(1.0 + 2.0**-23)
+    with np.errstate(all="ignore"):
+        return bool(one + _HALF_ULP == one                                   # tie: to even
+                    and third + _HALF_ULP == np.float32(1.0 + 2.0**-22)      # tie: to even
+                    and -one - _HALF_ULP == -one
+                    and np.float32(1.5) * _MIN - _MIN == np.float32(2.0**-127)  # no FTZ
+                    and np.float32(2.0**-149) + np.float32(0.0) != 0)        # no DAZ
+
+
+def running_sum_fp32(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """``((initial + terms[0]) + terms[1]) + ...`` along the first axis of a
+    float32 array, each sum rounded to nearest even by the machine, and
+    whether any was inexact; None where a result is not finite (overflow,
+    infinities or NaNs: the caller takes the step-by-step path).  The caller
+    checks :func:`float32_adds_are_ieee` first."""
+    acc = initial.copy()
+    s = np.empty_like(acc)
+    inexact = False
+    with np.errstate(all="ignore"):
+        for c in terms:
+            if inexact:  # nothing left to learn but the sums
+                np.add(acc, c, out=acc)
+                continue
+            np.add(acc, c, out=s)
+            # TwoSum (Knuth): the exact error of s = acc + c.
+            bv = s - acc
+            err = (acc - (s - bv)) + (c - bv)
+            inexact = bool(err.any())
+            acc, s = s, acc
+    if not np.isfinite(acc).all():  # (an infinite or NaN initial value included)
+        return None
+    return acc, inexact
