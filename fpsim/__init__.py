@@ -12,10 +12,14 @@ from . import arith, nans
 from .context import Context, getcontext, localcontext, setcontext
 from .formats import (
     BF16,
+    E2M1,
+    E2M3,
+    E3M2,
     E4M3,
     E4M3FNUZ,
     E5M2,
     E5M2FNUZ,
+    E8M0,
     FP16,
     FP32,
     FP64,
@@ -34,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "arith", "nans",
     "BF16", "E4M3", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "FP16", "FP32", "FP64", "TF32",
+    "E3M2", "E2M3", "E2M1", "E8M0",
     "Context", "Flag", "Float", "FloatClass", "Format", "Rounding", "Specials", "Tininess",
     "convert", "format", "formats", "getcontext", "localcontext", "register", "setcontext",
 ]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Specials", "Format", "format", "formats", "register",
     "FP64", "FP32", "TF32", "FP16", "BF16", "E4M3", "E5M2", "E4M3FNUZ", "E5M2FNUZ",
+    "E3M2", "E2M3", "E2M1", "E8M0",
 ]
 
 
@@ -410,5 +411,17 @@ E4M3FNUZ = register(Format("e4m3fnuz", 4, 3, 8, Specials.FNUZ,
                            aliases=("float8_e4m3fnuz", "fp8_e4m3fnuz")))
 E5M2FNUZ = register(Format("e5m2fnuz", 5, 2, 16, Specials.FNUZ,
                            aliases=("float8_e5m2fnuz", "fp8_e5m2fnuz")))
+
+# OCP Microscaling (MX) v1.0 element and scale formats: every code finite
+# (no infinity, no NaN) for the FP6 and FP4 elements; E8M0 is the unsigned
+# power-of-two scale 2**(c - 127) with 0xFF its NaN and no zero.
+E3M2 = register(Format("e3m2", 3, 2, 3, Specials.NONE,
+                       aliases=("fp6_e3m2", "float6_e3m2fn", "mxfp6_e3m2")))
+E2M3 = register(Format("e2m3", 2, 3, 1, Specials.NONE,
+                       aliases=("fp6_e2m3", "float6_e2m3fn", "mxfp6_e2m3")))
+E2M1 = register(Format("e2m1", 2, 1, 1, Specials.NONE,
+                       aliases=("fp4", "fp4_e2m1", "float4_e2m1fn", "mxfp4", "nvfp4")))
+E8M0 = register(Format("e8m0", 8, 0, 127, Specials.FN, subnormals=False, signed=False,
+                       aliases=("float8_e8m0fnu", "e8m0fnu", "ue8m0")))
 
 from . import value as _value  # noqa: E402  (the conveniences above call rightward)

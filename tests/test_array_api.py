@@ -22,8 +22,10 @@ from fpsim import (
     array,
 )
 
-E3M2 = fpsim.Format("e3m2", 3, 2, 3, specials="none")
-E8M0 = fpsim.Format("e8m0", 8, 0, 127, specials="fn", subnormals=False, signed=False)
+# Formats with no numpy or ml_dtypes type: TF32 and unregistered ones.
+E4M4 = fpsim.Format("e4m4", 4, 4, 7)
+E3M2 = fpsim.E3M2
+E3M2_BIAS4 = fpsim.Format("e3m2_bias4", 3, 2, 4, specials="none")
 
 VALUE_DTYPES = {
     FP32: np.dtype(np.float32),
@@ -33,8 +35,13 @@ VALUE_DTYPES = {
     E5M2: np.dtype(ml_dtypes.float8_e5m2),
     E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
     E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    fpsim.E3M2: np.dtype(ml_dtypes.float6_e3m2fn),
+    fpsim.E2M3: np.dtype(ml_dtypes.float6_e2m3fn),
+    fpsim.E2M1: np.dtype(ml_dtypes.float4_e2m1fn),
+    fpsim.E8M0: np.dtype(ml_dtypes.float8_e8m0fnu),
 }
-CODE_ONLY = {TF32: np.dtype(np.uint32), E3M2: np.dtype(np.uint8), E8M0: np.dtype(np.uint8)}
+CODE_ONLY = {TF32: np.dtype(np.uint32), E4M4: np.dtype(np.uint16),
+             E3M2_BIAS4: np.dtype(np.uint8)}
 
 SAMPLE = np.array([0.0, -0.0, 1.0, -2.5, 1e-3, 3.0e4, 1e-7, 448.0, -57344.0, np.inf])
 
@@ -52,13 +59,14 @@ def scalar_codes(values, fmt, **settings):
 
 @pytest.mark.parametrize("fmt", list(VALUE_DTYPES), ids=ids)
 def test_round_returns_the_formats_value_dtype(fmt):
-    got = array.round(SAMPLE, fmt)
+    sample = SAMPLE[SAMPLE >= 0] if not fmt.signed else SAMPLE
+    got = array.round(sample, fmt)
     assert got.dtype == VALUE_DTYPES[fmt] == array.value_dtype(fmt)
-    assert got.view(array.code_dtype(fmt)).tolist() == scalar_codes(SAMPLE, fmt)
+    assert got.view(array.code_dtype(fmt)).tolist() == scalar_codes(sample, fmt)
     # and the values are the rounded values
     assert np.array_equal(got.astype(np.float64),
-                          array.decode(array.encode(SAMPLE, fmt), fmt), equal_nan=True)
-    values, flags = array.round(SAMPLE, fmt, return_flags=True)
+                          array.decode(array.encode(sample, fmt), fmt), equal_nan=True)
+    values, flags = array.round(sample, fmt, return_flags=True)
     assert values.dtype == VALUE_DTYPES[fmt] and flags.dtype == np.uint8
     np.testing.assert_array_equal(values.view(array.code_dtype(fmt)),
                                   got.view(array.code_dtype(fmt)))

@@ -132,6 +132,43 @@ def test_limits_agree_with_ml_dtypes_finfo(fmt, dtype):
     assert Fraction(float(fi.eps)) == fmt.eps
 
 
+# OCP Microscaling Formats (MX) v1.0, §5.3 (element formats) and §5.4 (scale):
+# FP6 E3M2 bias 3: max 1.75 × 2**(7 - 3) = 28, min normal 2**(1 - 3), min
+# subnormal 0.25 × 2**-2 = 2**-4; FP6 E2M3 bias 1: max 1.875 × 2**2 = 7.5, min
+# normal 1, min subnormal 0.125; FP4 E2M1 bias 1: max 1.5 × 2**2 = 6, min normal
+# 1, min subnormal 0.5.  None has infinities or NaNs; all have -0.  E8M0: an
+# unsigned exponent, 2**(c - 127) for c = 0..254, 0xFF NaN, no zero.
+MX_LIMITS = [
+    # fmt, width, max, min_normal, min_subnormal, max_code, ml_dtypes type
+    (fpsim.E3M2, 6, Fraction(28), p2(-2), p2(-4), 0x1F, ml_dtypes.float6_e3m2fn),
+    (fpsim.E2M3, 6, Fraction(15, 2), p2(0), p2(-3), 0x1F, ml_dtypes.float6_e2m3fn),
+    (fpsim.E2M1, 4, Fraction(6), p2(0), p2(-1), 0x7, ml_dtypes.float4_e2m1fn),
+    (fpsim.E8M0, 8, p2(127), p2(-127), p2(-127), 0xFE, ml_dtypes.float8_e8m0fnu),
+]
+
+
+@pytest.mark.parametrize("lim", MX_LIMITS, ids=[lim[0].name for lim in MX_LIMITS])
+def test_mx_format_limits(lim):
+    f, width, max_, min_normal, min_sub, max_code, dtype = lim
+    assert (f.width, f.max, f.min_normal, f.min_subnormal, f.max_code) == \
+        (width, max_, min_normal, min_sub, max_code)
+    assert f.from_bits(max_code).value == max_
+    assert not f.has_inf
+    values = [f.from_bits(c) for c in range(1 << width)]
+    if f is fpsim.E8M0:
+        assert (f.has_nan, f.has_zero, f.signed) == (True, False, False)
+        assert f.from_bits(0xFF).is_nan and f.default_nan_code == 0xFF
+        assert [v.value for v in values[:-1]] == [p2(c - 127) for c in range(255)]
+    else:
+        assert (f.has_nan, f.has_zero, f.has_negative_zero) == (False, True, True)
+        assert not any(v.is_nan or v.is_inf for v in values)
+        assert f.from_bits(1).value == min_sub
+    # every code decodes as ml_dtypes' type of the same name decodes it
+    theirs = np.arange(1 << width, dtype=np.uint8).view(dtype).astype(np.float64)
+    ours = np.array([float(v) for v in values])
+    assert np.array_equal(ours, theirs, equal_nan=True)
+
+
 def test_custom_format_limits():
     # e3m2 without specials, bias 3: emin = -2, min_subnormal = 2**-4,
     # max = 1.75 * 2**(7 - 3) = 28, eps = 2**-2, width 6
@@ -161,6 +198,9 @@ ALIASES = [
     ("e5m2", E5M2), ("fp8_e5m2", E5M2), ("float8_e5m2", E5M2),
     ("e4m3fnuz", E4M3FNUZ), ("float8_e4m3fnuz", E4M3FNUZ), ("fp8_e4m3fnuz", E4M3FNUZ),
     ("e5m2fnuz", E5M2FNUZ), ("float8_e5m2fnuz", E5M2FNUZ), ("fp8_e5m2fnuz", E5M2FNUZ),
+    ("e3m2", fpsim.E3M2), ("float6_e3m2fn", fpsim.E3M2), ("e2m3", fpsim.E2M3),
+    ("float6_e2m3fn", fpsim.E2M3), ("e2m1", fpsim.E2M1), ("float4_e2m1fn", fpsim.E2M1),
+    ("fp4", fpsim.E2M1), ("e8m0", fpsim.E8M0), ("float8_e8m0fnu", fpsim.E8M0),
 ]
 
 
@@ -174,7 +214,8 @@ def test_format_lookup_by_name_and_alias_is_case_insensitive(name, fmt):
 def test_format_of_a_format_is_itself_and_formats_lists_each_once():
     assert fpsim.format(FP16) is FP16
     names = [f.name for f in fpsim.formats()]
-    assert sorted(names) == sorted(lim.fmt.name for lim in LIMITS)
+    assert sorted(names) == sorted([lim.fmt.name for lim in LIMITS]
+                                   + [lim[0].name for lim in MX_LIMITS])
     widths = [f.width for f in fpsim.formats()]
     assert widths == sorted(widths, reverse=True)  # widest first
 

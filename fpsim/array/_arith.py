@@ -118,9 +118,9 @@ class _Operands:
 
 def _dtype_format(op: str, dtype: np.dtype) -> Format:
     if dtype.name not in VALUE_DTYPE_NAMES:
-        raise TypeError(f"{op}() cannot compute on dtype {dtype}: accepted float16, float32, "
-                        "bfloat16, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, "
-                        "float8_e5m2fnuz, or integer codes with fmt=")
+        raise TypeError(f"{op}() cannot compute on dtype {dtype}: accepted "
+                        f"{', '.join(n for n in VALUE_DTYPE_NAMES if n != 'float64')}, "
+                        "or integer codes with fmt=")
     return _lookup(dtype.name)
 
 

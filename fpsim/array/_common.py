@@ -36,7 +36,9 @@ def value_dtype(fmt: Format) -> np.dtype | None:
     names = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16,
              "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
              "e5m2": ml_dtypes.float8_e5m2, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-             "e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
+             "e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "e3m2": ml_dtypes.float6_e3m2fn,
+             "e2m3": ml_dtypes.float6_e2m3fn, "e2m1": ml_dtypes.float4_e2m1fn,
+             "e8m0": ml_dtypes.float8_e8m0fnu}
     dt = names.get(fmt.name)
     if dt is None or _lookup(fmt.name) != fmt:
         return None
@@ -44,7 +46,8 @@ def value_dtype(fmt: Format) -> np.dtype | None:
 
 
 VALUE_DTYPE_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-          "float8_e4m3fnuz", "float8_e5m2fnuz")
+                     "float8_e4m3fnuz", "float8_e5m2fnuz", "float6_e3m2fn", "float6_e2m3fn",
+                     "float4_e2m1fn", "float8_e8m0fnu")
 
 
 def as_array(x: Any) -> np.ndarray:

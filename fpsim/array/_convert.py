@@ -52,8 +52,7 @@ def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
         src = _lookup(a.dtype.name)
     except ValueError:
         raise TypeError(f"cannot read an array of dtype {a.dtype} as values: accepted "
-                        "float16, float32, float64, bfloat16, float8_e4m3fn, float8_e5m2, "
-                        "float8_e4m3fnuz, float8_e5m2fnuz, or integer codes with src=") from None
+                        f"{', '.join(VALUE_DTYPE_NAMES)}, or integer codes with src=") from None
     if a.dtype.itemsize * 8 < src.width:
         raise TypeError(f"dtype {a.dtype} is narrower than format {src.name}")
     return src

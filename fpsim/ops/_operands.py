@@ -34,7 +34,8 @@ class Operand:
             return
         if a.dtype.name not in VALUE_DTYPE_NAMES:
             raise TypeError(f"{op}(): {name} has dtype {a.dtype}; accepted float16, float32, "
-                            "float64, bfloat16, float8_* (ml_dtypes), or integer codes with fmt=")
+                            "float64, bfloat16, float8_*, float6_*, float4_e2m1fn (ml_dtypes), "
+                            "or integer codes with fmt=")
         own = _lookup(a.dtype.name)
         if given is not None and given != own:
             raise TypeError(f"{op}(): fmt={given.name} disagrees with {name}'s dtype {a.dtype} "

@@ -1,0 +1,176 @@
+"""Loss scaling: PyTorch ``GradScaler``'s rules, with the gradients of each
+step rounded into FP16, BF16 or FP8 by fpsim, and a table of what each
+candidate scale does to a gradient tensor.
+
+:class:`LossScaler` keeps the scale in FP32, as GradScaler does, and
+applies its documented update (``torch.amp.GradScaler``,
+``_amp_update_scale_``): after a step whose scaled gradients hold an
+infinity or NaN, the step is skipped, the scale is multiplied by
+``backoff_factor`` and the count of clean steps restarts; after
+``growth_interval`` consecutive clean steps the scale is multiplied by
+``growth_factor`` (if the product is finite) and the count restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context
+from ..formats import FP32, Format
+from ..formats import format as _lookup
+
+__all__ = ["LossScaler", "StepRecord", "ScaleSweep", "scale_sweep"]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step of :meth:`LossScaler.step`: the scale it used, whether it
+    was skipped, and the fractions of the nonzero gradient elements that
+    became zero (underflow) or infinite/NaN (overflow) once scaled and
+    rounded into the gradient format."""
+
+    scale: float
+    skipped: bool
+    underflow_fraction: float
+    overflow_fraction: float
+
+
+class LossScaler:
+    """GradScaler's dynamic loss scale (parameter names and defaults as
+    PyTorch's).
+
+    >>> s = LossScaler(init_scale=2.0**16, growth_interval=2)
+    >>> for found_inf in (False, False, True, False):
+    ...     s.update(found_inf)
+    ...     print(s.scale)
+    65536.0
+    131072.0
+    65536.0
+    65536.0
+    """
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000) -> None:
+        if not growth_factor > 1.0:
+            raise ValueError(f"LossScaler: growth_factor={growth_factor!r}; accepted > 1")
+        if not 0.0 < backoff_factor < 1.0:
+            raise ValueError(f"LossScaler: backoff_factor={backoff_factor!r}; accepted in (0, 1)")
+        if (isinstance(growth_interval, bool) or not isinstance(growth_interval, int)
+                or growth_interval < 1):
+            raise ValueError(f"LossScaler: growth_interval={growth_interval!r}; accepted a "
+                             "positive integer")
+        self._ctx = Context()
+        self._scale = _fp32(init_scale, self._ctx)
+        self._growth = _fp32(growth_factor, self._ctx)
+        self._backoff = _fp32(backoff_factor, self._ctx)
+        self.growth_interval = growth_interval
+        self.growth_tracker = 0
+        self.records: list[StepRecord] = []
+
+    @property
+    def scale(self) -> float:
+        """The current scale (an FP32 value)."""
+        return float(array.decode(self._scale, FP32))
+
+    def update(self, found_inf: bool) -> None:
+        """GradScaler's update after a step (see the module's docstring)."""
+        if found_inf:
+            self._scale = array.mul(self._scale, self._backoff, self._ctx, fmt=FP32)
+            self.growth_tracker = 0
+            return
+        successful = self.growth_tracker + 1
+        if successful == self.growth_interval:
+            grown = array.mul(self._scale, self._growth, self._ctx, fmt=FP32)
+            if np.isfinite(array.decode(grown, FP32)):
+                self._scale = grown
+            self.growth_tracker = 0
+        else:
+            self.growth_tracker = successful
+
+    def step(self, gradients: Any, fmt: Format | str = "fp16") -> StepRecord:
+        """One training step's gradients: ``gradients`` (FP32 values, as an
+        FP32 reference computed them; float64 input is rounded into FP32
+        first) times the current scale, rounded once into ``fmt`` (as a
+        backward pass in that format would deliver them), then
+        :meth:`update`."""
+        scale = self.scale
+        under, over, found_inf = _scaled_fractions(np.asarray(gradients, np.float64), scale,
+                                                   _lookup(fmt))
+        record = StepRecord(scale, found_inf, under, over)
+        self.records.append(record)
+        self.update(found_inf)
+        return record
+
+
+def _fp32(value: float, ctx: Context) -> np.ndarray:
+    return array.encode(np.array(float(value)), FP32, ctx)
+
+
+def _scaled_fractions(g: np.ndarray, scale: float, fmt: Format) -> tuple[float, float, bool]:
+    """Fractions of nonzero finite ``g`` that underflow to zero and that
+    overflow, once ``g × scale`` (exact, then rounded once into ``fmt``,
+    saturating off), and whether any scaled value is not finite."""
+    with np.errstate(all="ignore"):
+        # The gradients are FP32 values (fpsim rounds others into FP32 first)
+        # and so is the scale: their product has at most 48 significant bits,
+        # exact in float64, and is rounded once, into fmt.
+        g = array.decode(array.encode(g, FP32, Context()), FP32)
+        scaled = array.decode(array.encode(g * scale, fmt, Context(saturate=False)), fmt)
+    nonzero = np.isfinite(g) & (g != 0)
+    n = int(nonzero.sum())
+    under = int(np.sum(nonzero & (scaled == 0)))
+    over = int(np.sum(nonzero & ~np.isfinite(scaled)))
+    found_inf = bool((~np.isfinite(scaled)).any())
+    return (under / n if n else 0.0), (over / n if n else 0.0), found_inf
+
+
+@dataclass
+class ScaleSweep:
+    """For each candidate scale and format, the fractions of the nonzero
+    gradient elements that underflow to zero and that overflow."""
+
+    rows: list[dict[str, Any]]
+
+    def __str__(self) -> str:
+        formats = list(dict.fromkeys(r["format"] for r in self.rows))
+        scales = list(dict.fromkeys(r["scale"] for r in self.rows))
+        cell = {(r["scale"], r["format"]): r for r in self.rows}
+        head = f"{'scale':>10}" + "".join(f"  {f + ' under':>12} {f + ' over':>11}"
+                                          for f in formats)
+        lines = [head]
+        for s in scales:
+            line = f"{'2**' + str(int(np.log2(s))) if s > 0 and np.log2(s).is_integer() else s:>10}"
+            for f in formats:
+                r = cell[(s, f)]
+                line += f"  {r['underflow']:>12.2%} {r['overflow']:>11.2%}"
+            lines.append(line)
+        return "\n".join(lines)
+
+
+def scale_sweep(gradients: Any, scales: Any = None,
+                formats: tuple[str, ...] = ("fp16", "bf16", "e5m2")) -> ScaleSweep:
+    """What each candidate loss scale does to an FP32 gradient tensor in
+    each format: the fraction of nonzero elements that underflow to zero
+    and that overflow once scaled and rounded (default scales: 2**0 to
+    2**24).
+
+    >>> g = np.float32([1e-8, 3e-6, 1e-3, 2.0])
+    >>> t = scale_sweep(g, scales=[1.0, 2.0**16])
+    >>> [(r["scale"], r["format"], r["underflow"]) for r in t.rows if r["format"] != "e5m2"]
+    [(1.0, 'fp16', 0.25), (1.0, 'bf16', 0.0), (65536.0, 'fp16', 0.0), (65536.0, 'bf16', 0.0)]
+    """
+    g = np.asarray(gradients, np.float64)
+    if scales is None:
+        scales = [2.0**k for k in range(25)]
+    rows = []
+    for s in scales:
+        for name in formats:
+            under, over, _ = _scaled_fractions(g, float(s), _lookup(name))
+            rows.append({"scale": float(s), "format": name, "underflow": under,
+                         "overflow": over})
+    return ScaleSweep(rows)
+

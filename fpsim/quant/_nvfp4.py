@@ -1,0 +1,89 @@
+"""NVFP4: E2M1 elements in blocks of 16 consecutive elements along one
+axis, each block with an E4M3 scale, and one FP32 scale for the tensor
+(two-level scaling, as NVIDIA describes its Blackwell FP4 format).
+
+The steps, every one in FP32 unless named (round to nearest even under the
+context's settings, flags to the context):
+
+1. ``amax_t``: the tensor's largest magnitude (exact), converted to FP32,
+   floored at ``eps`` when given;
+2. ``s_enc = (448 × 6) / amax_t``: the tensor's encode scale, which maps the
+   tensor's amax to the largest value of an E4M3 scale times the largest
+   E2M1 element (``tensor_scale`` of the result);
+3. per block: ``amax_b`` (exact, in FP32), ``d = amax_b / 6``, then the
+   block scale ``S_b = E4M3(d × s_enc)`` (rounded to nearest even,
+   saturating: ``scale`` of the result);
+4. the block's multiplier ``s_enc / S_b``; where ``S_b`` is zero (a zero
+   block, or one too small for E4M3 beside the tensor's amax) the
+   multiplier is zero: those elements become zeros;
+5. each element: ``E2M1(x × multiplier)`` with ``rounding`` (stochastic
+   included) and ``saturate``.
+
+``dequantize()`` gives ``element × S_b / s_enc``, exactly, rounded once to
+float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context
+from ..formats import E2M1, E4M3, FP32
+from ..formats import format as _lookup
+from ..ops._operands import Operand
+from ._elements import ElementFormat
+from ._quantize import (
+    Quantized,
+    Recipe,
+    _axis_and_block,
+    _deliver,
+    _floored,
+    _Groups,
+    scale_and_cast,
+)
+
+E4M3_TIMES_E2M1_MAX = 448.0 * 6.0
+
+
+def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_format: Any,
+                   axis: Any, block_size: Any, rounding: Any, saturate: bool, rng: Any,
+                   eps: Any, scale_rule: str) -> Quantized:
+    if elem != E2M1:
+        raise ValueError(f"quantize(): NVFP4 elements are E2M1; element_format={elem.name} "
+                         "(use 'mx' or another scaling for other formats)")
+    if scale_format is not None and _lookup(scale_format) != FP32:
+        raise ValueError(f"quantize(): NVFP4's scale arithmetic is FP32 (block scales E4M3); "
+                         f"scale_format={scale_format!r}")
+    if scale_rule != "amax/max":
+        raise ValueError("quantize(): scale_rule= does not apply to NVFP4 (its steps are fixed)")
+    if block_size == 32:  # the MX default: NVFP4's blocks hold 16
+        block_size = 16
+    axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4")
+    groups = _Groups("mx", source.codes.shape, axis=axis, size=block_size)
+    recipe = Recipe("nvfp4", FP32, "amax/max", axis, None, eps,
+                    str(getattr(rounding, "value", rounding)), bool(saturate), block_size)
+
+    values = array.decode(source.codes, source.fmt)
+    with np.errstate(invalid="ignore"):
+        amax_t = np.array(np.abs(values).max() if values.size else 0.0)
+        amax_b = groups.reduce(np.abs(values))
+    floor = None if eps is None else array.encode(np.array(float(eps)), FP32, ctx)
+    amax_t32 = _floored(array.encode(amax_t, FP32, ctx), floor, FP32, ctx)
+    top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
+    s_enc = array.div(top, amax_t32, ctx, fmt=FP32)
+    six = np.broadcast_to(array.encode(np.array(6.0), FP32, ctx), amax_b.shape)
+    d = array.div(array.encode(amax_b, FP32, ctx), six, ctx, fmt=FP32)
+    block_scale = array.convert(array.mul(d, np.broadcast_to(s_enc, d.shape), ctx, fmt=FP32),
+                                FP32, E4M3, ctx, rounding="rne", saturate=True)
+    s_b = array.convert(block_scale, E4M3, FP32, ctx)
+    multiplier = array.div(np.broadcast_to(s_enc, s_b.shape), s_b, ctx, fmt=FP32)
+    multiplier = np.where(array.decode(s_b, FP32) == 0, np.uint32(0), multiplier).astype(
+        np.uint32)
+    data, saturated = scale_and_cast(source, E2M1, FP32, groups.expand(multiplier), ctx,
+                                     rounding, saturate, rng)
+    return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
+                     _deliver(array.encode(amax_b, FP32, ctx), FP32), E2M1, E4M3, recipe,
+                     saturated, groups, tensor_scale=_deliver(s_enc, FP32))

@@ -1,0 +1,396 @@
+"""Scaled quantization, step by step, each step rounded in its declared
+format by the array engine.
+
+A recipe divides the tensor into scaling groups (the whole tensor, one
+index along an axis, or rectangular tiles) and, in each group, computes:
+
+1. ``amax``: the largest magnitude of the group (exact; NaN if the group
+   holds a NaN), converted to the scale format ``S``;
+2. the scale, one division in ``S``: ``amax / max`` under
+   ``scale_rule="amax/max"`` (``max`` is the element format's largest
+   value, rounded into ``S``), or ``max / amax`` under ``"max/amax"``;
+3. with ``eps`` (rounded into ``S``), the divisor of the division that can
+   overflow is floored at it: the scale before its reciprocal
+   (``"amax/max"``), amax before ``max / amax`` (``"max/amax"``); a NaN
+   stays NaN;
+4. the multiplier: ``1 / scale`` in ``S`` (``"amax/max"``), or the scale
+   itself (``"max/amax"``);
+5. the scaled value of each element: ``x × multiplier`` in ``S`` (``x``
+   converted to ``S`` first, a rounding only where ``S`` does not hold it);
+6. the element: the scaled value rounded into the element format with
+   ``rounding`` (stochastic included) and ``saturate``.
+
+Steps 1-5 run under the context's settings (its rounding mode, ftz, daz;
+round-to-nearest-even by default), and every step's flags reach it.
+``dequantize()`` gives each element's value times the scale (``"amax/max"``)
+or divided by it (``"max/amax"``), exactly, rounded once to float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context, getcontext
+from ..formats import FP32, Format
+from ..formats import format as _lookup
+from ..ops._operands import Operand
+from ._elements import ElementFormat, IntFormat, cast, decode, element_format
+
+__all__ = ["Recipe", "Quantized", "quantize"]
+
+SCALE_RULES = ("amax/max", "max/amax")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a tensor was quantized: the scaling groups and every declared
+    format and setting (see :func:`quantize`)."""
+
+    scaling: str
+    scale_format: Format
+    scale_rule: str = "amax/max"
+    axis: int | None = None
+    block: tuple[int, int] | None = None
+    eps: float | None = None
+    rounding: str = "rne"
+    saturate: bool = True
+    block_size: int | None = None
+    mx_scale: str | None = None
+
+    def describe(self) -> str:
+        groups = {"tensor": "one scale for the tensor",
+                  "channel": f"one scale per index of axis {self.axis}",
+                  "block": f"one scale per {self.block} tile of the last two axes",
+                  "mx": f"one E8M0 scale per {self.block_size} elements along axis {self.axis}",
+                  "nvfp4": f"one E4M3 scale per {self.block_size} elements along axis "
+                           f"{self.axis} and an FP32 tensor scale"}[self.scaling]
+        return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
+                f"{'' if self.eps is None else f', divisor floored at eps={self.eps!r}'}; "
+                f"elements rounded {self.rounding}, "
+                f"{'saturating' if self.saturate else 'not saturating'}")
+
+
+@dataclass
+class Quantized:
+    """The result of :func:`quantize`.
+
+    ``data``: the elements, as values of the element format's numpy or
+    ml_dtypes dtype where one exists, int8 codes for INT8, codes otherwise;
+    ``scale``: one scale per group, as values of the scale format's dtype
+    (codes where it has none), shaped like the groups (``()`` for one
+    tensor scale; the channel axis alone; the tile grid; the block grid);
+    ``amax``: each group's amax in the scale format (float64 for MX, whose
+    scale is computed exactly); ``saturated``: which
+    elements' scaled values exceeded the element format's max in magnitude
+    (and were clamped, or became infinity/NaN without ``saturate``).
+    """
+
+    data: np.ndarray
+    scale: np.ndarray
+    amax: np.ndarray
+    element_format: ElementFormat
+    scale_format: Format
+    recipe: Recipe
+    saturated: np.ndarray = field(repr=False)
+    _groups: Any = field(repr=False, default=None)
+    tensor_scale: np.ndarray | None = None
+
+    def dequantize(self) -> np.ndarray:
+        """Each element times its group's scale (divided by it under
+        ``"max/amax"``), exactly, rounded once to float64.
+
+        >>> q = quantize(np.float32([0.5, -3.0]), "e4m3")   # scale = 3 / 448 in FP32
+        >>> q.data.astype(float).tolist(), q.dequantize().tolist()
+        ([72.0, -448.0], [0.4821428619325161, -3.0000000298023224])
+        """
+        values = decode(_codes(self.data, self.element_format), self.element_format)
+        scale = self._groups.expand(array.decode(_codes(self.scale, self.scale_format),
+                                                 self.scale_format))
+        with np.errstate(all="ignore"):  # NaN and infinite scales give NaN/inf, as they are
+            if self.tensor_scale is not None:  # NVFP4: element × block scale / tensor scale
+                top = float(np.asarray(self.tensor_scale).astype(np.float64))
+                return (values * scale) / top  # the product exact, one rounding
+            if self.recipe.scale_rule == "amax/max":
+                # exact: at most 24 + 24 bits of significand, in float64's range
+                return values * scale
+            return values / scale  # IEEE division: the exact quotient rounded once
+
+
+    def group_index(self) -> np.ndarray:
+        """For each element, the number of its scaling group (C order of
+        the groups, as :meth:`group_labels` lists them)."""
+        return self._groups.expand(np.arange(self.scale.size).reshape(self.scale.shape))
+
+    def group_labels(self) -> list[tuple[int, ...]]:
+        """Each scaling group's index into ``scale``, in order."""
+        return [tuple(int(i) for i in t) for t in np.ndindex(*self.scale.shape)]
+
+
+def _codes(data: np.ndarray, fmt: ElementFormat) -> np.ndarray:
+    if isinstance(fmt, IntFormat) or data.dtype.kind in "iu":
+        return data
+    return data.view(array.code_dtype(fmt))
+
+
+def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context | None = None,
+             *, fmt: Format | str | None = None, scale_format: Format | str | None = None,
+             scale_rule: str = "amax/max", eps: float | None = None, axis: int | None = None,
+             block_size: int = 32, mx_scale: str = "floor", rounding: str = "rne",
+             saturate: bool = True, rng: Any = None) -> Quantized:
+    """Quantize ``x`` (values of a float dtype, or codes with ``fmt=``) into
+    ``element_format`` with one scale per group, every step rounded in its
+    declared format (see the module's docstring for the steps).
+
+    ``scaling``: ``"tensor"`` (one scale), ``"channel"`` (one per index of
+    ``axis``, default 0, the amax taken over the other axes),
+    ``("block", (bh, bw))`` (one per ``bh × bw`` tile of the last two axes;
+    their lengths must be multiples of the tile's: pad first), or ``"mx"``
+    (OCP MX v1.0: blocks of ``block_size`` = 32 consecutive elements along
+    ``axis``, default the last, each with an E8M0 scale; ``mx_scale`` picks
+    the spec's floor rule or the round-up variant; see
+    :mod:`fpsim.quant._mx`), or ``"nvfp4"`` (E2M1 elements, blocks of 16
+    with E4M3 scales and an FP32 tensor scale; see
+    :mod:`fpsim.quant._nvfp4`).  ``scale_format`` (FP32 by default; E8M0,
+    and only E8M0, for ``"mx"``) is the format of amax, the scale, its
+    reciprocal and the scaled values.
+
+    A real failure, reproduced: an FP16 tensor quantized to E5M2 with the
+    scale computed in FP16.  amax / 57344 is a subnormal of FP16, its
+    reciprocal overflows to infinity, and 0 × inf is NaN:
+
+    >>> x = np.float16([[0, 0, 0.1, 0.1]])
+    >>> quantize(x, "e5m2", scale_format="fp16").data.astype(float).tolist()
+    [[nan, nan, 57344.0, 57344.0]]
+    >>> quantize(x, "e5m2").data.astype(float).tolist()       # scale in FP32
+    [[0.0, 0.0, 57344.0, 57344.0]]
+    >>> fixed = quantize(x, "e5m2", scale_format="fp16", eps=2**-14)  # scale >= FP16's min normal
+    >>> fixed.data.astype(float).tolist(), fixed.dequantize().tolist()
+    ([[0.0, 0.0, 1536.0, 1536.0]], [[0.0, 0.0, 0.09375, 0.09375]])
+    """
+    op = "quantize"
+    elem = _element(element_format)
+    source = Operand(op, x, fmt)
+    if ctx is None:
+        ctx = getcontext()
+    if scaling == "mx":
+        from ._mx import quantize_mx
+
+        return quantize_mx(source, elem, ctx, scale_format=scale_format, axis=axis,
+                           block_size=block_size, mx_scale=mx_scale, rounding=rounding,
+                           saturate=saturate, rng=rng, eps=eps, scale_rule=scale_rule)
+    if scaling == "nvfp4":
+        from ._nvfp4 import quantize_nvfp4
+
+        return quantize_nvfp4(source, elem, ctx, scale_format=scale_format, axis=axis,
+                              block_size=block_size, rounding=rounding, saturate=saturate,
+                              rng=rng, eps=eps, scale_rule=scale_rule)
+    sfmt = _declared_format("scale_format", FP32 if scale_format is None else scale_format)
+    if scale_rule not in SCALE_RULES:
+        raise ValueError(f"quantize(): scale_rule={scale_rule!r}; accepted 'amax/max' (scale = "
+                         "amax / element max, elements = x / scale) or 'max/amax' (scale = "
+                         "element max / amax, elements = x × scale)")
+    groups = _groups(scaling, source.codes.shape, 0 if axis is None else axis)
+    recipe = Recipe(groups.kind, sfmt, scale_rule, groups.axis, groups.block,
+                    eps, str(getattr(rounding, "value", rounding)), bool(saturate))
+
+    values = array.decode(source.codes, source.fmt)
+    with np.errstate(invalid="ignore"):
+        group_amax = groups.reduce(np.abs(values))  # exact: one of the values; NaN wins
+    amax = array.encode(group_amax, sfmt, ctx)
+    floor = None if eps is None else array.encode(np.array(float(eps)), sfmt, ctx)
+    emax = np.broadcast_to(array.encode(np.array(float(elem.max)), sfmt, ctx), amax.shape)
+    if scale_rule == "amax/max":
+        scale = _floored(array.div(amax, emax, ctx, fmt=sfmt), floor, sfmt, ctx)
+        one = np.broadcast_to(array.encode(np.array(1.0), sfmt, ctx), scale.shape)
+        multiplier = array.div(one, scale, ctx, fmt=sfmt)
+    else:
+        amax = _floored(amax, floor, sfmt, ctx)
+        scale = array.div(emax, amax, ctx, fmt=sfmt)
+        multiplier = scale
+    data, saturated = scale_and_cast(source, elem, sfmt, groups.expand(multiplier), ctx,
+                                     rounding, saturate, rng)
+    return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
+                     sfmt, recipe, saturated, groups)
+
+
+def scale_and_cast(source: Operand, elem: ElementFormat, sfmt: Format, multiplier: np.ndarray,
+                   ctx: Context, rounding: Any, saturate: bool, rng: Any
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The last two steps of every recipe: ``x`` converted to ``sfmt`` and
+    multiplied by its multiplier (codes of ``sfmt``, broadcast to ``x``) in
+    ``sfmt``; the product rounded into the element format.  Returns the
+    element codes and which scaled values exceeded the element max."""
+    xs = array.convert(source.codes, source.fmt, sfmt, ctx)
+    scaled = array.mul(xs, multiplier, ctx, fmt=sfmt)
+    scaled_values = array.decode(scaled, sfmt)
+    with np.errstate(invalid="ignore"):
+        saturated = np.abs(scaled_values) > float(elem.max)
+    if not _has_nan(elem) and np.isnan(scaled_values).any():
+        raise ValueError(f"quantize(): a scaled value is NaN (a NaN input, or 0 × inf from an "
+                         f"infinite multiplier), which {elem.name} cannot represent; declare "
+                         "eps= or a wider scale_format=")
+    settings: dict[str, Any] = {"rounding": rounding, "saturate": saturate}
+    if rng is not None:
+        settings["rng"] = rng
+    return cast(scaled, sfmt, elem, ctx, **settings), saturated
+
+
+def _floored(codes: np.ndarray, floor: np.ndarray | None, fmt: Format, ctx: Context
+             ) -> np.ndarray:
+    """``floor`` where ``codes`` is below it (a quiet comparison: NaN stays)."""
+    if floor is None:
+        return codes
+    small = array.lt(codes, np.broadcast_to(floor, codes.shape), ctx, fmt=fmt, signaling=False)
+    return np.where(small, floor, codes).astype(codes.dtype)
+
+
+def _axis_and_block(shape: tuple[int, ...], axis: Any, block_size: Any, name: str
+                    ) -> tuple[int, int]:
+    """The axis (default the last) and block length of a recipe with blocks
+    of consecutive elements (MX, NVFP4), checked."""
+    if not shape:
+        raise ValueError(f"quantize(): {name} scaling needs at least one axis")
+    if axis is None:
+        axis = -1
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (
+            -len(shape) <= axis < len(shape)):
+        raise ValueError(f"quantize(): axis={axis!r} for an array of {len(shape)} axes; "
+                         f"accepted an integer in [{-len(shape)}, {len(shape) - 1}]")
+    axis = int(axis) % len(shape)
+    if (isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer))
+            or block_size < 1):
+        raise ValueError(f"quantize(): block_size={block_size!r}; accepted a positive integer")
+    if shape[axis] % block_size:
+        raise ValueError(f"quantize(): axis {axis} has length {shape[axis]}, not a multiple of "
+                         f"the {name} block size {block_size}; pad the tensor first (fpsim does "
+                         "not pad: a padding value would change the last block's amax)")
+    return axis, int(block_size)
+
+
+def _has_nan(fmt: ElementFormat) -> bool:
+    return isinstance(fmt, Format) and fmt.has_nan
+
+
+def _element(fmt: Any) -> ElementFormat:
+    try:
+        elem = element_format(fmt)
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"quantize(): element_format={fmt!r} is not a format: {e}") from None
+    if isinstance(elem, Format):
+        _check_usable("element_format", elem)
+    return elem
+
+
+def _declared_format(name: str, fmt: Any) -> Format:
+    try:
+        f = _lookup(fmt)
+    except (KeyError, ValueError, TypeError) as e:
+        raise ValueError(f"quantize(): {name}={fmt!r} is not a format: {e}") from None
+    _check_usable(name, f)
+    return f
+
+
+def _check_usable(name: str, fmt: Format) -> None:
+    """Elements and scales need a sign and a zero (E8M0 has neither: it is
+    MX's scale, used by scaling='mx' alone) and the array engine's widths."""
+    if not (fmt.signed and fmt.has_zero):
+        raise ValueError(f"quantize(): {name}={fmt.name} has no sign or no zero, so it cannot "
+                         "hold every element or scale (E8M0 is the MX scale: use "
+                         "scaling='mx'); accepted a signed format with a zero, or 'int8'")
+    if fmt.width > 32:
+        raise ValueError(f"quantize(): {name}={fmt.name} is {fmt.width} bits; the array engine "
+                         "computes in formats of at most 32 bits")
+
+
+def _deliver(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:
+    if isinstance(fmt, IntFormat):
+        return codes
+    dt = array.value_dtype(fmt)
+    return codes.view(dt) if dt is not None else codes
+
+
+class _Groups:
+    """The scaling groups of a shape: ``reduce`` takes each group's max,
+    ``expand`` broadcasts one code per group back to the elements."""
+
+    def __init__(self, kind: str, shape: tuple[int, ...], axis: int | None = None,
+                 block: tuple[int, int] | None = None, size: int | None = None) -> None:
+        self.kind, self.shape, self.axis, self.block, self.size = kind, shape, axis, block, size
+
+    def reduce(self, values: np.ndarray) -> np.ndarray:
+        if self.kind == "tensor":
+            return np.array(values.max() if values.size else 0.0)
+        if self.kind == "channel":
+            assert self.axis is not None
+            others = tuple(i for i in range(values.ndim) if i != self.axis)
+            return values.max(axis=others) if others else values.copy()
+        if self.kind == "mx":
+            assert self.axis is not None
+            return np.moveaxis(self._runs(values).max(axis=-1), -1, self.axis)
+        return self._tiles(values).max(axis=(-3, -1))
+
+    def _runs(self, a: np.ndarray) -> np.ndarray:
+        """The blocks of ``size`` consecutive elements along the axis, the
+        axis moved last: (..., blocks, size)."""
+        assert self.axis is not None and self.size is not None
+        moved = np.moveaxis(a, self.axis, -1)
+        return moved.reshape(*moved.shape[:-1], moved.shape[-1] // self.size, self.size)
+
+    def _tiles(self, a: np.ndarray) -> np.ndarray:
+        assert self.block is not None
+        bh, bw = self.block
+        *lead, h, w = a.shape
+        return a.reshape(*lead, h // bh, bh, w // bw, bw)
+
+    def expand(self, per_group: np.ndarray) -> np.ndarray:
+        """One value per group, broadcast to every element (a view where
+        numpy can, else a copy)."""
+        if self.kind == "tensor":
+            return np.broadcast_to(per_group, self.shape)
+        if self.kind == "channel":
+            assert self.axis is not None
+            shape = [1] * len(self.shape)
+            shape[self.axis] = self.shape[self.axis]
+            return np.broadcast_to(per_group.reshape(shape), self.shape)
+        if self.kind == "mx":
+            assert self.axis is not None and self.size is not None
+            runs = np.repeat(np.moveaxis(per_group, self.axis, -1), self.size, axis=-1)
+            return np.moveaxis(runs, -1, self.axis)
+        assert self.block is not None
+        bh, bw = self.block
+        tiled = np.repeat(np.repeat(per_group, bh, axis=-2), bw, axis=-1)
+        return tiled.reshape(self.shape)
+
+
+def _groups(scaling: Any, shape: tuple[int, ...], axis: Any) -> _Groups:
+    if scaling == "tensor":
+        return _Groups("tensor", shape)
+    if scaling == "channel":
+        if not shape:
+            raise ValueError("quantize(): scaling='channel' needs at least one axis")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (
+                -len(shape) <= axis < len(shape)):
+            raise ValueError(f"quantize(): axis={axis!r} for an array of {len(shape)} axes; "
+                             f"accepted an integer in [{-len(shape)}, {len(shape) - 1}]")
+        return _Groups("channel", shape, axis=int(axis) % len(shape))
+    if (isinstance(scaling, tuple) and len(scaling) == 2 and scaling[0] == "block"
+            and isinstance(scaling[1], tuple) and len(scaling[1]) == 2
+            and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1
+                    for n in scaling[1])):
+        bh, bw = (int(n) for n in scaling[1])
+        if len(shape) < 2:
+            raise ValueError(f"quantize(): block scaling tiles the last two axes; x has shape "
+                             f"{shape} (reshape to 2-D first)")
+        h, w = shape[-2:]
+        if h % bh or w % bw:
+            raise ValueError(f"quantize(): the last two axes {(h, w)} are not multiples of the "
+                             f"tile {(bh, bw)}; pad the tensor first (fpsim does not pad: a "
+                             "padding value would change the amax of the last tiles)")
+        return _Groups("block", shape, block=(bh, bw))
+    raise ValueError(f"quantize(): unknown scaling={scaling!r}; accepted 'tensor', 'channel' "
+                     "(with axis=), ('block', (rows, columns)), 'mx' or 'nvfp4'")
+
