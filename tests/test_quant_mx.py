@@ -119,6 +119,7 @@ def test_axis_and_shapes():
     x = np.arange(64 * 3, dtype=np.float32).reshape(64, 3)
     q = quantize(x, "e4m3", "mx", axis=0)
     assert q.scale.shape == (2, 3) and q.data.shape == (64, 3)
+    assert q.recipe.describe().startswith("one E8M0 scale per 32 elements along axis 0")
     assert np.array_equal(q.scale, quantize(x.T.copy(), "e4m3", "mx").scale.T)
     with pytest.raises(ValueError, match="not a multiple of the MX block size"):
         quantize(np.ones((4, 40), np.float32), "e4m3", "mx")

@@ -62,6 +62,11 @@ class Recipe:
     mx_scale: str | None = None
 
     def describe(self) -> str:
+        """The recipe in words.
+
+        >>> quantize(np.float32([1.0]), "e4m3", "channel").recipe.describe()
+        'one scale per index of axis 0; scale = amax/max in fp32; elements rounded rne, saturating'
+        """
         groups = {"tensor": "one scale for the tensor",
                   "channel": f"one scale per index of axis {self.axis}",
                   "block": f"one scale per {self.block} tile of the last two axes",
@@ -118,7 +123,6 @@ class Quantized:
                 # exact: at most 24 + 24 bits of significand, in float64's range
                 return values * scale
             return values / scale  # IEEE division: the exact quotient rounded once
-
 
     def group_index(self) -> np.ndarray:
         """For each element, the number of its scaling group (C order of
