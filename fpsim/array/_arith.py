@@ -213,11 +213,11 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     remainder (:func:`_float_result`); the error decides the sticky bit.
     Formats of at most 16 bits then round through the proxy table of
     :mod:`fpsim.array._proxy`, flags included (arrays large enough to pay
-    for it); FP32 rounds the float64 bits and sticky bit by the kernel, as
-    :func:`fpsim.array.encode` does.  Elements with a NaN result, an
-    infinite result of finite operands, an exact zero sum (whose sign IEEE
-    fixes by the mode) or an intermediate the proxy leaves unsure take the
-    integer path."""
+    for it); FP32 rounds the float64 bits and sticky bit as
+    :func:`fpsim.array.encode` does (:func:`round_fp64_to_fp32`).  Elements
+    with a NaN result, an infinite result of finite operands, an exact zero
+    sum (whose sign IEEE fixes by the mode) or an intermediate the proxy
+    leaves unsure take the integer path."""
     if op not in ("add", "sub", "mul", "div"):
         return None
     work = _exact_float(op, fmt)
@@ -242,12 +242,13 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
             return (*table.lookup(index), unsure)
     elif fmt == FP32 and dtype is np.float64:
         operand = lambda c: _fp32_values(c, key[3])  # noqa: E731
+        machine = native.usable(key)
 
         def rounded(bits: np.ndarray, sticky: np.ndarray | None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             # NaN lanes are redone: they take no time converting their NaN here.
             np.copyto(bits, U64(0), where=(bits & U64(FP64.magnitude_mask)) > U64(FP64.inf_code))
-            codes, flags = round_fp64_to_fp32(bits.view(dtype), sticky, key)
+            codes, flags = round_fp64_to_fp32(bits.view(dtype), sticky, key, machine)
             return codes, flags, np.zeros(bits.shape, bool)
     else:
         return None
@@ -700,12 +701,12 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
         raise ValueError("add_sequence() needs terms with at least one axis (the axis summed)")
     fmt = ops.fmt
     ctx, key = resolve(ctx, overrides)
+    stochastic_bits(key, None, rng, ctx, ops.shape)  # rng= outside SR is an error, as in add()
     codes = raw_codes(ops.flats[0], fmt, check=False).reshape(ops.shape)
     acc = np.zeros(ops.shape[1:], code_dtype(fmt))
     if initial is not None:
         start = _Operands("add_sequence", (initial,), fmt)
-        if (start.result_dtype == np.dtype(code_dtype(fmt))) != (
-                ops.result_dtype == np.dtype(code_dtype(fmt))):
+        if start.result_dtype != ops.result_dtype:  # one typed, the other codes
             raise TypeError("add_sequence(): give terms and initial both as values of one "
                             "dtype or both as codes")
         try:

@@ -183,8 +183,9 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
     if stochastic:
         return general
     if fmt == FP32 and source == FP64:
+        machine = native.usable(key)
         return lambda chunk, rand: round_fp64_to_fp32(
-            raw_codes(chunk, source).view(np.float64), None, key)
+            raw_codes(chunk, source).view(np.float64), None, key, machine)
     if source.width <= 16:
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
@@ -234,12 +235,13 @@ def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any
     return out, flags
 
 
-def round_fp64_to_fp32(values: np.ndarray, sticky: np.ndarray | None, key: tuple[Any, ...]
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def round_fp64_to_fp32(values: np.ndarray, sticky: np.ndarray | None, key: tuple[Any, ...],
+                       machine: bool) -> tuple[np.ndarray, np.ndarray]:
     """Round float64 ``values`` (with ``sticky`` as in :func:`_encode_chunk`)
-    into FP32: normal results of the deterministic modes by the machine's
-    own conversion (:mod:`fpsim.array._native`), the rest by the kernel."""
-    if key[0] not in native.MODES or not native.rounds_to_nearest():
+    into FP32: where ``machine`` (:func:`fpsim.array._native.usable`, checked
+    once per call), normal results by the machine's own conversion, the rest
+    by the kernel."""
+    if not machine:
         return _encode_chunk(FP32, FP64, values, key, None, sticky)
     codes, flags, done = native.round_fp32(values, sticky, key[0])
     if not done.all():

@@ -35,6 +35,8 @@ boundary the rules above name.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..formats import FP32
@@ -68,14 +70,19 @@ def rounds_to_nearest() -> bool:
     return bool(np.array_equal(_PROBE.astype(np.float32), _PROBE_EXPECTED))
 
 
+def usable(key: tuple[Any, ...]) -> bool:
+    """Whether :func:`round_fp32` may serve a call with these settings: a
+    mode it derives, on a unit that rounds to nearest."""
+    return key[0] in MODES and rounds_to_nearest()
+
+
 def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FP32 codes (uint32) and flags of the values ``v`` (float64, with
     ``sticky`` as in the kernel), and which lanes are done; the others'
     codes and flags are meaningless and must be rounded by the kernel.
 
-    The caller checks :func:`rounds_to_nearest` and that ``mode`` is in
-    :data:`MODES` once per call.
+    The caller checks :func:`usable` once per call.
     """
     with np.errstate(over="ignore", invalid="ignore"):
         r = v.astype(np.float32)

@@ -50,7 +50,7 @@ from ..modes import Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
 from ..value import Float
 from ._enclose import enclose
-from ._operands import Operand, deliver
+from ._operands import Operand, constant, deliver
 
 __all__ = ["exp", "log", "tanh", "erf", "rsqrt", "reciprocal", "golden"]
 
@@ -339,9 +339,9 @@ def reciprocal(x: Any, ctx: Context | None = None, *, fmt: Format | str | None =
     [0.333251953125, inf, inf]
     """
     operand = Operand("reciprocal", x, fmt)
-    one = array.encode(np.array(1.0), operand.fmt)
-    result = array.div(one, operand.codes, ctx, fmt=operand.fmt, random_bits=random_bits,
-                       rng=rng, return_flags=return_flags, chunk_size=chunk_size, **overrides)
+    result = array.div(constant(1.0, operand.fmt), operand.codes, ctx, fmt=operand.fmt,
+                       random_bits=random_bits, rng=rng, return_flags=return_flags,
+                       chunk_size=chunk_size, **overrides)
     if return_flags:
         return deliver(result[0], operand.fmt, operand.typed), result[1]
     return deliver(result, operand.fmt, operand.typed)

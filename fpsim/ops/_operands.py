@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..array._common import VALUE_DTYPE_NAMES, check_codes, raw_codes
+from ..array._common import VALUE_DTYPE_NAMES, as_array, raw_codes
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
@@ -22,14 +22,13 @@ class Operand:
     __slots__ = ("codes", "fmt", "typed")
 
     def __init__(self, op: str, x: Any, fmt: Format | str | None, name: str = "x") -> None:
-        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+        a = as_array(x)
         given = None if fmt is None else _lookup(fmt)
         if a.dtype.kind in "iu":
             if given is None:
                 raise TypeError(f"{op}(): {name} holds integer codes; name their format with "
                                 "fmt= (or pass values of a float dtype)")
-            check_codes(a, given)
-            self.codes = a.astype(array.code_dtype(given), copy=False)
+            self.codes = raw_codes(a, given)  # checked against the format's width
             self.fmt, self.typed = given, False
             return
         if a.dtype.name not in VALUE_DTYPE_NAMES:
@@ -67,7 +66,8 @@ def holds(wide: Format, narrow: Format) -> bool:
         return False
     if narrow.has_zero and not wide.has_zero:
         return False
-    return narrow.min_subnormal >= (wide.min_subnormal if wide.subnormals else wide.min_normal)
+    # (a format without subnormals has min_subnormal == min_normal)
+    return narrow.min_subnormal >= wide.min_subnormal
 
 
 def constant(value: float, fmt: Format) -> np.ndarray:

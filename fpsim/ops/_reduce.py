@@ -97,14 +97,12 @@ def _pieces(order: tuple[str, int], k: int) -> list[range]:
 
 
 def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
-                fold: Callable[[np.ndarray, int], np.ndarray],
-                term: Callable[[int], np.ndarray],
-                sequence: Callable[[range], np.ndarray] | None = None) -> np.ndarray:
+                sequence: Callable[[range], np.ndarray],
+                term: Callable[[int], np.ndarray]) -> np.ndarray:
     """The sum of terms ``0..k-1`` in ``fmt`` in the declared order (see the
-    module's docstring): ``fold(acc, i)`` adds term ``i`` to ``acc``,
-    ``term(i)`` is term ``i`` alone (for the pairwise tree), and
-    ``sequence(piece)``, where given, folds a whole piece from zero at once
-    (the same result as folding its terms one by one)."""
+    module's docstring): ``sequence(piece)`` is the running sum of the terms
+    of ``piece`` from +0, ``term(i)`` is term ``i`` alone (for the pairwise
+    tree)."""
     zero = np.zeros(shape, array.code_dtype(fmt))
     if order == "pairwise":
         # A binary counter: two partial sums of the same size merge at once,
@@ -126,12 +124,7 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
     pieces = [builtins.range(k)] if order == "sequential" else _pieces(order, k)
     outer = None
     for piece in pieces:
-        if sequence is not None:
-            acc = sequence(piece)
-        else:
-            acc = zero
-            for i in piece:
-                acc = fold(acc, i)
+        acc = sequence(piece)
         outer = acc if order == "sequential" else steps.add(zero if outer is None else outer,
                                                              acc, fmt)
     return zero if outer is None else outer
@@ -173,10 +166,9 @@ def sum_last(steps: Steps, codes: np.ndarray, src: Format, acc_fmt: Format, orde
     # The axis first, in one copy: each term is then one contiguous block.
     columns = np.ascontiguousarray(np.moveaxis(terms, -1, 0)) if terms.ndim > 1 else terms
     return _accumulate(steps, acc_fmt, terms.shape[:-1], terms.shape[-1], order,
-                       lambda acc, i: steps.add(acc, columns[i], acc_fmt),
-                       lambda i: columns[i],
                        lambda piece: steps.add_sequence(columns[piece.start:piece.stop],
-                                                        acc_fmt))
+                                                        acc_fmt),
+                       lambda i: columns[i])
 
 
 def divide_by_count(steps: Steps, total: np.ndarray, k: int, acc_fmt: Format) -> np.ndarray:
@@ -275,6 +267,17 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     ``a_terms(codes, i)`` and ``b_terms(codes, i)`` pick the factors of term
     ``i`` (arrays that broadcast to ``shape``)."""
     order = check_order(op, order)
+    total_fmt = None  # the format partial sums are promoted into, if any
+    if promote_every is not None:
+        # Checked before any step runs: a bad argument raises no flag.
+        if (not isinstance(promote_every, (int, np.integer)) or isinstance(promote_every, bool)
+                or promote_every < 1):
+            raise ValueError(f"{op}(): promote_every={promote_every!r}; accepted a positive "
+                             "integer (products per partial sum)")
+        if order != "sequential":
+            raise ValueError(f"{op}(): promote_every= declares the order itself (sequential "
+                             f"partial sums of {promote_every} products); drop order={order!r}")
+        total_fmt = declared(op, "promote_to", promote_to)
     if a.fmt != b.fmt:
         raise TypeError(f"{op}(): operands are in different formats ({a.fmt.name} and "
                         f"{b.fmt.name}); convert first, e.g. fpsim.array.round(x, "
@@ -304,51 +307,41 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     fused = compute is None and not (
         steps.plain and _products_exact(acc_fmt, a.fmt)
         and np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all())
-    sequence = None
-    if fused:
-        # Products exact, each rounded once with its addition (fma).
-        def fold(acc: np.ndarray, i: int) -> np.ndarray:
-            return steps.fma(a_terms(ca, i), b_terms(cb, i), acc, acc_fmt)
+    zero = np.zeros(shape, array.code_dtype(acc_fmt))
+    if fused or not steps.deterministic:
+        # One term at a time: each exact product rounded once with its
+        # addition (fma), or each product rounded, then added (under
+        # stochastic rounding the random draws follow this step order).
+        def sequence(piece: range) -> np.ndarray:
+            acc = zero
+            for i in piece:
+                if fused:
+                    acc = steps.fma(a_terms(ca, i), b_terms(cb, i), acc, acc_fmt)
+                else:
+                    acc = steps.add(acc, term(i), acc_fmt)
+            return acc
     else:
-        def fold(acc: np.ndarray, i: int) -> np.ndarray:
-            return steps.add(acc, term(i), acc_fmt)
+        # The products of a block of terms in one call, then their running
+        # sum: the same steps, fewer and larger calls.
+        block = max(1, _BLOCK_ELEMENTS // max(int(np.prod(shape, dtype=np.int64)), 1))
 
-        if steps.deterministic:
-            # The products of a block of terms in one call, then their
-            # running sum: the same steps, fewer and larger calls.
-            size = int(np.prod(shape, dtype=np.int64))
-            block = max(1, _BLOCK_ELEMENTS // max(size, 1))
-
-            def sequence(piece: range) -> np.ndarray:
-                acc = None
-                for start in builtins.range(piece.start, piece.stop, block):
-                    idx = builtins.range(start, min(start + block, piece.stop))
-                    left = np.stack([np.broadcast_to(a_terms(ca, i), shape) for i in idx])
-                    right = np.stack([np.broadcast_to(b_terms(cb, i), shape) for i in idx])
-                    products = steps.convert(steps.mul(left, right, work), work, acc_fmt)
-                    acc = steps.add_sequence(products, acc_fmt, acc)
-                return np.zeros(shape, array.code_dtype(acc_fmt)) if acc is None else acc
+        def sequence(piece: range) -> np.ndarray:
+            acc = zero
+            for start in builtins.range(piece.start, piece.stop, block):
+                idx = builtins.range(start, min(start + block, piece.stop))
+                left = np.stack([np.broadcast_to(a_terms(ca, i), shape) for i in idx])
+                right = np.stack([np.broadcast_to(b_terms(cb, i), shape) for i in idx])
+                products = steps.convert(steps.mul(left, right, work), work, acc_fmt)
+                acc = steps.add_sequence(products, acc_fmt, acc)
+            return acc
 
     if promote_every is None:
-        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, fold, term,
-                                       sequence), acc_fmt
+        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, sequence, term), acc_fmt
     else:
-        if (not isinstance(promote_every, (int, np.integer)) or isinstance(promote_every, bool)
-                or promote_every < 1):
-            raise ValueError(f"{op}(): promote_every={promote_every!r}; accepted a positive "
-                             "integer (products per partial sum)")
-        if order != "sequential":
-            raise ValueError(f"{op}(): promote_every= declares the order itself (sequential "
-                             f"partial sums of {promote_every} products); drop order={order!r}")
-        total_fmt = declared(op, "promote_to", promote_to)
+        assert total_fmt is not None
         total = np.zeros(shape, array.code_dtype(total_fmt))
         for piece in _pieces(("blocked", int(promote_every)), k):
-            if sequence is not None:
-                acc = sequence(piece)
-            else:
-                acc = np.zeros(shape, array.code_dtype(acc_fmt))
-                for i in piece:
-                    acc = fold(acc, i)
+            acc = sequence(piece)
             total = steps.add(total, steps.convert(acc, acc_fmt, total_fmt), total_fmt)
     return deliver(steps.convert(total, total_fmt, out_fmt), out_fmt, a.typed)
 

@@ -18,5 +18,3 @@ from ._report import QuantReport, error_report
 
 __all__ = ["quantize", "Quantized", "Recipe", "error_report", "QuantReport", "DelayedScaling",
            "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "INT8", "IntFormat"]
-
-import numpy as np  # noqa: E402,F401  (doctests)

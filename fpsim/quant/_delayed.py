@@ -31,8 +31,8 @@ from ..context import Context, getcontext
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
 from ..ops._operands import Operand
-from ._elements import ElementFormat, element_format
-from ._quantize import Quantized, Recipe, _deliver, _Groups, scale_and_cast
+from ._elements import ElementFormat
+from ._quantize import Quantized, Recipe, _deliver, _Groups, element, mode_name, scale_and_cast
 
 __all__ = ["DelayedScaling"]
 
@@ -54,7 +54,7 @@ class DelayedScaling:
                  amax_compute: str = "max", margin: int = 0, interval: int = 1,
                  scale_format: Format | str = FP32, rounding: str = "rne",
                  saturate: bool = True, ctx: Context | None = None) -> None:
-        self.element_format: ElementFormat = element_format_checked(element_format)
+        self.element_format: ElementFormat = element("DelayedScaling", element_format)
         self.scale_format = _lookup(scale_format)
         for name, value, low in (("history_len", history_len, 1), ("interval", interval, 1),
                                  ("margin", margin, 0)):
@@ -102,7 +102,7 @@ class DelayedScaling:
         self.steps += 1
         if self.steps % self.interval == 0:
             self._update(ctx)
-        recipe = Recipe("tensor", sfmt, "max/amax", rounding=str(self.rounding),
+        recipe = Recipe("tensor", sfmt, "max/amax", rounding=mode_name(self.rounding),
                         saturate=bool(self.saturate))
         return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt),
                          elem, sfmt, recipe, saturated, groups)
@@ -110,23 +110,17 @@ class DelayedScaling:
     def _update(self, ctx: Context) -> None:
         sfmt = self.scale_format
         history = array.decode(self._history, sfmt)
-        if self.amax_compute == "max":
-            a = self._history[int(np.argmax(np.where(np.isnan(history), -np.inf, history)))]
-        else:
-            a = self._history[0]
-        value = float(array.decode(a, sfmt))
-        if not (value > 0 and np.isfinite(value)):
+        # "max": the largest entry, NaN entries skipped (a NaN amax never
+        # becomes the scale's divisor).
+        i = int(np.argmax(np.where(np.isnan(history), -np.inf, history))) \
+            if self.amax_compute == "max" else 0
+        if not (history[i] > 0 and np.isfinite(history[i])):
             return  # the scale stays
         top = array.encode(np.array(float(self.element_format.max)), sfmt, ctx)
-        s = array.div(top, np.asarray(a), ctx, fmt=sfmt)
+        s = array.div(top, self._history[i:i + 1].reshape(()), ctx, fmt=sfmt)
         if self.margin:
             s = array.div(s, array.encode(np.array(2.0 ** self.margin), sfmt, ctx), ctx,
                           fmt=sfmt)
         self._scale = s
 
 
-def element_format_checked(fmt: Any) -> ElementFormat:
-    try:
-        return element_format(fmt)
-    except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"DelayedScaling: element_format={fmt!r} is not a format: {e}") from None

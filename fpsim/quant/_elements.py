@@ -47,7 +47,7 @@ class IntFormat:
     @property
     def grid(self) -> Format:
         """A sign-magnitude format whose values are every multiple of
-        ``2**-frac_bits`` below ``2**(bits + 1 - frac_bits)`` in magnitude: a
+        ``2**-frac_bits`` up to ``(2**bits - 1) × 2**-frac_bits`` in magnitude: a
         single binade of subnormals and one of normals with the same
         quantum, no specials.  Rounding into it rounds to the integer grid."""
         # One exponent bit, m = bits - 1 fraction bits: the quantum is

@@ -98,8 +98,7 @@ class LossScaler:
         backward pass in that format would deliver them), then
         :meth:`update`."""
         scale = self.scale
-        under, over, found_inf = _scaled_fractions(np.asarray(gradients, np.float64), scale,
-                                                   _lookup(fmt))
+        under, over, found_inf = _scaled_fractions(_fp32_values(gradients), scale, _lookup(fmt))
         record = StepRecord(scale, found_inf, under, over)
         self.records.append(record)
         self.update(found_inf)
@@ -110,15 +109,19 @@ def _fp32(value: float, ctx: Context) -> np.ndarray:
     return array.encode(np.array(float(value)), FP32, ctx)
 
 
+def _fp32_values(gradients: Any) -> np.ndarray:
+    """Gradients as the float64 values of FP32 numbers (rounded into FP32
+    first where they are not)."""
+    return array.decode(array.encode(np.asarray(gradients, np.float64), FP32, Context()), FP32)
+
+
 def _scaled_fractions(g: np.ndarray, scale: float, fmt: Format) -> tuple[float, float, bool]:
-    """Fractions of nonzero finite ``g`` that underflow to zero and that
-    overflow, once ``g × scale`` (exact, then rounded once into ``fmt``,
-    saturating off), and whether any scaled value is not finite."""
+    """Fractions of nonzero finite ``g`` (FP32 values, :func:`_fp32_values`)
+    that underflow to zero and that overflow, once ``g × scale`` (``scale``
+    an FP32 value: the product has at most 48 significant bits, exact in
+    float64) is rounded once into ``fmt``, saturating off, and whether any
+    scaled value is not finite."""
     with np.errstate(all="ignore"):
-        # The gradients are FP32 values (fpsim rounds others into FP32 first)
-        # and so is the scale: their product has at most 48 significant bits,
-        # exact in float64, and is rounded once, into fmt.
-        g = array.decode(array.encode(g, FP32, Context()), FP32)
         scaled = array.decode(array.encode(g * scale, fmt, Context(saturate=False)), fmt)
     nonzero = np.isfinite(g) & (g != 0)
     n = int(nonzero.sum())
@@ -156,20 +159,21 @@ def scale_sweep(gradients: Any, scales: Any = None,
     """What each candidate loss scale does to an FP32 gradient tensor in
     each format: the fraction of nonzero elements that underflow to zero
     and that overflow once scaled and rounded (default scales: 2**0 to
-    2**24).
+    2**24; a scale is rounded into FP32 first, as GradScaler holds it).
 
     >>> g = np.float32([1e-8, 3e-6, 1e-3, 2.0])
     >>> t = scale_sweep(g, scales=[1.0, 2.0**16])
     >>> [(r["scale"], r["format"], r["underflow"]) for r in t.rows if r["format"] != "e5m2"]
     [(1.0, 'fp16', 0.25), (1.0, 'bf16', 0.0), (65536.0, 'fp16', 0.0), (65536.0, 'bf16', 0.0)]
     """
-    g = np.asarray(gradients, np.float64)
+    g = _fp32_values(gradients)
     if scales is None:
         scales = [2.0**k for k in range(25)]
     rows = []
     for s in scales:
+        scale = float(_fp32_values(float(s)))  # a loss scale is an FP32 value, as GradScaler's
         for name in formats:
-            under, over, _ = _scaled_fractions(g, float(s), _lookup(name))
+            under, over, _ = _scaled_fractions(g, scale, _lookup(name))
             rows.append({"scale": float(s), "format": name, "underflow": under,
                          "overflow": over})
     return ScaleSweep(rows)

@@ -30,11 +30,19 @@ import numpy as np
 
 from .. import array
 from ..context import Context
-from ..formats import E8M0, FP64, Format
+from ..formats import E8M0, FP64
 from ..formats import format as _lookup
 from ..ops._operands import Operand
-from ._elements import ElementFormat, cast
-from ._quantize import Quantized, Recipe, _axis_and_block, _deliver, _Groups
+from ._elements import ElementFormat
+from ._quantize import (
+    Quantized,
+    Recipe,
+    _axis_and_block,
+    _deliver,
+    _Groups,
+    checked_cast,
+    mode_name,
+)
 
 MX_SCALES = ("floor", "ceil")
 
@@ -53,11 +61,10 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
                          "floor(log2(amax)) - emax) or 'ceil' (the smallest power of two that "
                          "brings amax within the element max)")
     shape = source.codes.shape
-    axis, block_size = _axis_and_block(shape, axis, block_size, "MX")
-    groups = _Groups("mx", shape, axis=axis, size=int(block_size))
-    recipe = Recipe("mx", E8M0, "amax/max", axis, None, None,
-                    str(getattr(rounding, "value", rounding)), bool(saturate),
-                    int(block_size), mx_scale)
+    axis, block_size = _axis_and_block(shape, axis, block_size, "MX", 32)
+    groups = _Groups("mx", shape, axis=axis, size=block_size)
+    recipe = Recipe("mx", E8M0, axis=axis, rounding=mode_name(rounding),
+                    saturate=bool(saturate), block_size=block_size, mx_scale=mx_scale)
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
@@ -66,16 +73,10 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     nan = np.isnan(amax)
     scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
     exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
-    with np.errstate(invalid="ignore"):
-        scaled = np.ldexp(values, -exponent)  # exact: a power of two, within float64's range
-        saturated = np.abs(scaled) > float(elem.max)
-    if not (isinstance(elem, Format) and elem.has_nan) and np.isnan(scaled).any():
-        raise ValueError(f"quantize(): a block holds a NaN, which {elem.name} elements cannot "
-                         "represent (its E8M0 scale would be NaN)")
-    settings: dict[str, Any] = {"rounding": rounding, "saturate": saturate}
-    if rng is not None:
-        settings["rng"] = rng
-    data = cast(scaled.view(np.uint64), FP64, elem, ctx, **settings)
+    scaled = np.ldexp(values, -exponent)  # exact: a power of two, within float64's range
+    data, saturated = checked_cast(scaled.view(np.uint64), FP64, scaled, elem, ctx, rounding,
+                                   saturate, rng, f"a block holds a NaN, which {elem.name} "
+                                   "elements cannot represent (its E8M0 scale would be NaN)")
     return Quantized(_deliver(data, elem), _deliver(scale_codes, E8M0), amax, elem, E8M0,
                      recipe, saturated, groups)
 

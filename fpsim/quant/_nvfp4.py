@@ -42,10 +42,11 @@ from ._quantize import (
     _deliver,
     _floored,
     _Groups,
+    mode_name,
     scale_and_cast,
 )
 
-E4M3_TIMES_E2M1_MAX = 448.0 * 6.0
+E4M3_TIMES_E2M1_MAX = float(E4M3.max * E2M1.max)  # 2688
 
 
 def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_format: Any,
@@ -59,23 +60,22 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
                          f"scale_format={scale_format!r}")
     if scale_rule != "amax/max":
         raise ValueError("quantize(): scale_rule= does not apply to NVFP4 (its steps are fixed)")
-    if block_size == 32:  # the MX default: NVFP4's blocks hold 16
-        block_size = 16
-    axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4")
+    axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4", 16)
     groups = _Groups("mx", source.codes.shape, axis=axis, size=block_size)
-    recipe = Recipe("nvfp4", FP32, "amax/max", axis, None, eps,
-                    str(getattr(rounding, "value", rounding)), bool(saturate), block_size)
+    recipe = Recipe("nvfp4", FP32, axis=axis, eps=eps, rounding=mode_name(rounding),
+                    saturate=bool(saturate), block_size=block_size)
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
-        amax_t = np.array(np.abs(values).max() if values.size else 0.0)
         amax_b = groups.reduce(np.abs(values))
+        amax_t = np.array(amax_b.max() if amax_b.size else 0.0)  # NaN wins, as in a block
     floor = None if eps is None else array.encode(np.array(float(eps)), FP32, ctx)
     amax_t32 = _floored(array.encode(amax_t, FP32, ctx), floor, FP32, ctx)
     top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
     s_enc = array.div(top, amax_t32, ctx, fmt=FP32)
     six = np.broadcast_to(array.encode(np.array(6.0), FP32, ctx), amax_b.shape)
-    d = array.div(array.encode(amax_b, FP32, ctx), six, ctx, fmt=FP32)
+    amax_b32 = array.encode(amax_b, FP32, ctx)
+    d = array.div(amax_b32, six, ctx, fmt=FP32)
     block_scale = array.convert(array.mul(d, np.broadcast_to(s_enc, d.shape), ctx, fmt=FP32),
                                 FP32, E4M3, ctx, rounding="rne", saturate=True)
     s_b = array.convert(block_scale, E4M3, FP32, ctx)
@@ -85,5 +85,5 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
     data, saturated = scale_and_cast(source, E2M1, FP32, groups.expand(multiplier), ctx,
                                      rounding, saturate, rng)
     return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
-                     _deliver(array.encode(amax_b, FP32, ctx), FP32), E2M1, E4M3, recipe,
+                     _deliver(amax_b32, FP32), E2M1, E4M3, recipe,
                      saturated, groups, tensor_scale=_deliver(s_enc, FP32))

@@ -36,8 +36,7 @@ import numpy as np
 from .. import array
 from ..context import Context, getcontext
 from ..formats import FP32, Format
-from ..formats import format as _lookup
-from ..ops._operands import Operand
+from ..ops._operands import Operand, declared
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
 
 __all__ = ["Recipe", "Quantized", "quantize"]
@@ -88,8 +87,9 @@ class Quantized:
     ``scale``: one scale per group, as values of the scale format's dtype
     (codes where it has none), shaped like the groups (``()`` for one
     tensor scale; the channel axis alone; the tile grid; the block grid);
-    ``amax``: each group's amax in the scale format (float64 for MX, whose
-    scale is computed exactly); ``saturated``: which
+    ``amax``: each group's amax in the format its scale is computed in
+    (FP32 for NVFP4, float64 for MX, whose scale is computed exactly);
+    ``saturated``: which
     elements' scaled values exceeded the element format's max in magnitude
     (and were clamped, or became infinity/NaN without ``saturate``).
     """
@@ -101,7 +101,7 @@ class Quantized:
     scale_format: Format
     recipe: Recipe
     saturated: np.ndarray = field(repr=False)
-    _groups: Any = field(repr=False, default=None)
+    _groups: Any = field(repr=False)
     tensor_scale: np.ndarray | None = None
 
     def dequantize(self) -> np.ndarray:
@@ -131,7 +131,7 @@ class Quantized:
 
     def group_labels(self) -> list[tuple[int, ...]]:
         """Each scaling group's index into ``scale``, in order."""
-        return [tuple(int(i) for i in t) for t in np.ndindex(*self.scale.shape)]
+        return list(np.ndindex(*self.scale.shape))
 
 
 def _codes(data: np.ndarray, fmt: ElementFormat) -> np.ndarray:
@@ -143,7 +143,7 @@ def _codes(data: np.ndarray, fmt: ElementFormat) -> np.ndarray:
 def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context | None = None,
              *, fmt: Format | str | None = None, scale_format: Format | str | None = None,
              scale_rule: str = "amax/max", eps: float | None = None, axis: int | None = None,
-             block_size: int = 32, mx_scale: str = "floor", rounding: str = "rne",
+             block_size: int | None = None, mx_scale: str = "floor", rounding: str = "rne",
              saturate: bool = True, rng: Any = None) -> Quantized:
     """Quantize ``x`` (values of a float dtype, or codes with ``fmt=``) into
     ``element_format`` with one scale per group, every step rounded in its
@@ -153,11 +153,11 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     ``axis``, default 0, the amax taken over the other axes),
     ``("block", (bh, bw))`` (one per ``bh × bw`` tile of the last two axes;
     their lengths must be multiples of the tile's: pad first), or ``"mx"``
-    (OCP MX v1.0: blocks of ``block_size`` = 32 consecutive elements along
+    (OCP MX v1.0: blocks of ``block_size`` (default 32) consecutive elements along
     ``axis``, default the last, each with an E8M0 scale; ``mx_scale`` picks
     the spec's floor rule or the round-up variant; see
-    :mod:`fpsim.quant._mx`), or ``"nvfp4"`` (E2M1 elements, blocks of 16
-    with E4M3 scales and an FP32 tensor scale; see
+    :mod:`fpsim.quant._mx`), or ``"nvfp4"`` (E2M1 elements, blocks of
+    ``block_size`` (default 16) with E4M3 scales and an FP32 tensor scale; see
     :mod:`fpsim.quant._nvfp4`).  ``scale_format`` (FP32 by default; E8M0,
     and only E8M0, for ``"mx"``) is the format of amax, the scale, its
     reciprocal and the scaled values.
@@ -176,7 +176,7 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     ([[0.0, 0.0, 1536.0, 1536.0]], [[0.0, 0.0, 0.09375, 0.09375]])
     """
     op = "quantize"
-    elem = _element(element_format)
+    elem = element("quantize()", element_format)
     source = Operand(op, x, fmt)
     if ctx is None:
         ctx = getcontext()
@@ -198,22 +198,22 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                          "amax / element max, elements = x / scale) or 'max/amax' (scale = "
                          "element max / amax, elements = x × scale)")
     groups = _groups(scaling, source.codes.shape, 0 if axis is None else axis)
-    recipe = Recipe(groups.kind, sfmt, scale_rule, groups.axis, groups.block,
-                    eps, str(getattr(rounding, "value", rounding)), bool(saturate))
+    recipe = Recipe(groups.kind, sfmt, scale_rule, groups.axis, groups.block, eps,
+                    mode_name(rounding), bool(saturate))
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
         group_amax = groups.reduce(np.abs(values))  # exact: one of the values; NaN wins
     amax = array.encode(group_amax, sfmt, ctx)
     floor = None if eps is None else array.encode(np.array(float(eps)), sfmt, ctx)
-    emax = np.broadcast_to(array.encode(np.array(float(elem.max)), sfmt, ctx), amax.shape)
+    top = np.broadcast_to(array.encode(np.array(float(elem.max)), sfmt, ctx), amax.shape)
     if scale_rule == "amax/max":
-        scale = _floored(array.div(amax, emax, ctx, fmt=sfmt), floor, sfmt, ctx)
+        scale = _floored(array.div(amax, top, ctx, fmt=sfmt), floor, sfmt, ctx)
         one = np.broadcast_to(array.encode(np.array(1.0), sfmt, ctx), scale.shape)
         multiplier = array.div(one, scale, ctx, fmt=sfmt)
     else:
         amax = _floored(amax, floor, sfmt, ctx)
-        scale = array.div(emax, amax, ctx, fmt=sfmt)
+        scale = array.div(top, amax, ctx, fmt=sfmt)
         multiplier = scale
     data, saturated = scale_and_cast(source, elem, sfmt, groups.expand(multiplier), ctx,
                                      rounding, saturate, rng)
@@ -230,17 +230,29 @@ def scale_and_cast(source: Operand, elem: ElementFormat, sfmt: Format, multiplie
     element codes and which scaled values exceeded the element max."""
     xs = array.convert(source.codes, source.fmt, sfmt, ctx)
     scaled = array.mul(xs, multiplier, ctx, fmt=sfmt)
-    scaled_values = array.decode(scaled, sfmt)
+    return checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx, rounding, saturate,
+                        rng, f"a scaled value is NaN (a NaN input, or 0 × inf from an "
+                        f"infinite multiplier), which {elem.name} cannot represent; declare "
+                        "eps= or a wider scale_format=")
+
+
+def checked_cast(scaled: np.ndarray, src: Format, values: np.ndarray, elem: ElementFormat,
+                 ctx: Context, rounding: Any, saturate: bool, rng: Any, nan_problem: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The element cast of every recipe: the scaled values (codes of ``src``,
+    and ``values``, the same as float64) rounded into ``elem``; refused with
+    ``nan_problem`` where a value is NaN and ``elem`` has no NaN.  Returns
+    the element codes and which scaled values exceeded the element max."""
     with np.errstate(invalid="ignore"):
-        saturated = np.abs(scaled_values) > float(elem.max)
-    if not _has_nan(elem) and np.isnan(scaled_values).any():
-        raise ValueError(f"quantize(): a scaled value is NaN (a NaN input, or 0 × inf from an "
-                         f"infinite multiplier), which {elem.name} cannot represent; declare "
-                         "eps= or a wider scale_format=")
-    settings: dict[str, Any] = {"rounding": rounding, "saturate": saturate}
-    if rng is not None:
-        settings["rng"] = rng
-    return cast(scaled, sfmt, elem, ctx, **settings), saturated
+        saturated = np.abs(values) > float(elem.max)
+    if not (isinstance(elem, Format) and elem.has_nan) and np.isnan(values).any():
+        raise ValueError(f"quantize(): {nan_problem}")
+    return cast(scaled, src, elem, ctx, rounding=rounding, saturate=saturate, rng=rng), saturated
+
+
+def mode_name(rounding: Any) -> str:
+    """A rounding mode given as a name or a Rounding member, as its name."""
+    return str(getattr(rounding, "value", rounding))
 
 
 def _floored(codes: np.ndarray, floor: np.ndarray | None, fmt: Format, ctx: Context
@@ -252,19 +264,25 @@ def _floored(codes: np.ndarray, floor: np.ndarray | None, fmt: Format, ctx: Cont
     return np.where(small, floor, codes).astype(codes.dtype)
 
 
-def _axis_and_block(shape: tuple[int, ...], axis: Any, block_size: Any, name: str
-                    ) -> tuple[int, int]:
-    """The axis (default the last) and block length of a recipe with blocks
-    of consecutive elements (MX, NVFP4), checked."""
+def _axis(shape: tuple[int, ...], axis: Any, what: str) -> int:
+    """``axis`` of an array of ``shape``, checked, as a nonnegative int."""
     if not shape:
-        raise ValueError(f"quantize(): {name} scaling needs at least one axis")
-    if axis is None:
-        axis = -1
+        raise ValueError(f"quantize(): {what} needs at least one axis")
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (
             -len(shape) <= axis < len(shape)):
         raise ValueError(f"quantize(): axis={axis!r} for an array of {len(shape)} axes; "
                          f"accepted an integer in [{-len(shape)}, {len(shape) - 1}]")
-    axis = int(axis) % len(shape)
+    return int(axis) % len(shape)
+
+
+def _axis_and_block(shape: tuple[int, ...], axis: Any, block_size: Any, name: str,
+                    default: int) -> tuple[int, int]:
+    """The axis (default the last) and block length of a recipe with blocks
+    of consecutive elements (MX, NVFP4), checked; ``block_size`` is the
+    recipe's default where None."""
+    axis = _axis(shape, -1 if axis is None else axis, f"{name} scaling")
+    if block_size is None:
+        block_size = default
     if (isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer))
             or block_size < 1):
         raise ValueError(f"quantize(): block_size={block_size!r}; accepted a positive integer")
@@ -275,25 +293,19 @@ def _axis_and_block(shape: tuple[int, ...], axis: Any, block_size: Any, name: st
     return axis, int(block_size)
 
 
-def _has_nan(fmt: ElementFormat) -> bool:
-    return isinstance(fmt, Format) and fmt.has_nan
-
-
-def _element(fmt: Any) -> ElementFormat:
+def element(op: str, fmt: Any) -> ElementFormat:
+    """The element format named by ``op``'s argument, checked."""
     try:
         elem = element_format(fmt)
     except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"quantize(): element_format={fmt!r} is not a format: {e}") from None
+        raise ValueError(f"{op}: element_format={fmt!r} is not a format: {e}") from None
     if isinstance(elem, Format):
         _check_usable("element_format", elem)
     return elem
 
 
 def _declared_format(name: str, fmt: Any) -> Format:
-    try:
-        f = _lookup(fmt)
-    except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"quantize(): {name}={fmt!r} is not a format: {e}") from None
+    f = declared("quantize", name, fmt)
     _check_usable(name, f)
     return f
 
@@ -374,13 +386,7 @@ def _groups(scaling: Any, shape: tuple[int, ...], axis: Any) -> _Groups:
     if scaling == "tensor":
         return _Groups("tensor", shape)
     if scaling == "channel":
-        if not shape:
-            raise ValueError("quantize(): scaling='channel' needs at least one axis")
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (
-                -len(shape) <= axis < len(shape)):
-            raise ValueError(f"quantize(): axis={axis!r} for an array of {len(shape)} axes; "
-                             f"accepted an integer in [{-len(shape)}, {len(shape) - 1}]")
-        return _Groups("channel", shape, axis=int(axis) % len(shape))
+        return _Groups("channel", shape, axis=_axis(shape, axis, "scaling='channel'"))
     if (isinstance(scaling, tuple) and len(scaling) == 2 and scaling[0] == "block"
             and isinstance(scaling[1], tuple) and len(scaling[1]) == 2
             and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1

@@ -15,8 +15,6 @@ from ._quantize import Quantized
 
 __all__ = ["QuantReport", "error_report"]
 
-_COUNTS = ("total", "saturated", "flushed_to_zero", "nan_produced", "inf_produced")
-
 
 @dataclass
 class QuantReport:
@@ -93,13 +91,14 @@ def error_report(x: Any, q: Quantized, *, fmt: Any = None, per_block: bool = Fal
         raise ValueError(f"error_report(): x has shape {original.shape}, the quantized tensor "
                          f"{q.saturated.shape}")
     approx = q.dequantize()
-    keys = q.group_index() if per_block else None
     report = _measure(original, approx, q.saturated)
-    if keys is not None:
-        report.per_block = [
-            {"block": idx, **_measure(original[keys == i], approx[keys == i],
-                                      q.saturated[keys == i]).to_dict()}
-            for i, idx in enumerate(q.group_labels())]
+    if per_block:
+        keys = q.group_index()
+        report.per_block = []
+        for i, label in enumerate(q.group_labels()):
+            mine = keys == i
+            report.per_block.append({"block": label, **_measure(
+                original[mine], approx[mine], q.saturated[mine]).to_dict()})
     return report
 
 
