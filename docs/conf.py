@@ -27,6 +27,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.doctest",
     "fpsim_directives",
+    "fpsim_stacks",
 ]
 
 html_theme = "alabaster"

@@ -5,6 +5,11 @@ Usage::
     python -m fpsim explain 1e-5 --fmt fp16 [--rounding MODE] [--saturate] [--ftz] [--json]
     python -m fpsim explain --bits 0x3C00 --fmt fp16
     python -m fpsim formats [--json]
+    python -m fpsim diff ACTUAL EXPECTED [--fmt FMT] [--max-ulp N] [--json] [--byteorder ORDER]
+    python -m fpsim ref OP --fmt FMT IN [IN ...] OUT [--shape MxK ...] [--accumulate FMT] ...
+    python -m fpsim vectors [--out DIR] [--check]
+
+``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not.
 
 Bad input exits with status 2 and one line on stderr; never a traceback.
 """
@@ -38,7 +43,8 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m fpsim",
                      description="Bit-exact floating-point formats: explain values, list formats.")
-    sub = parser.add_subparsers(dest="command", metavar="{explain,formats}", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="{explain,formats,diff,ref,vectors}",
+                                parser_class=_Parser)
     ex = sub.add_parser("explain", help="what happens to a value in a format",
                         description="Round VALUE into a format (or decode --bits) and explain "
                                     "the result: bits, exact value, error, flags, notes.")
@@ -59,7 +65,53 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="print one JSON object")
     fm = sub.add_parser("formats", help="a table of every built-in format's limits")
     fm.add_argument("--json", action="store_true", help="print a JSON list (exact values)")
+    _add_dump_commands(sub)
+    vc = sub.add_parser("vectors", help="write the golden test vector files",
+                        description="Write the golden vector files (spec/vectors.md) and their "
+                                    "SHA256SUMS manifest, or --check them.")
+    vc.add_argument("--out", default="spec/vectors", help="directory (default spec/vectors)")
+    vc.add_argument("--check", action="store_true",
+                    help="exit 1 unless DIR holds exactly what fpsim generates now")
     return parser
+
+
+def _add_dump_commands(sub: Any) -> None:
+    df = sub.add_parser(
+        "diff", help="compare a device dump with the golden one",
+        description="Compare ACTUAL with EXPECTED element by element (raw binary dumps of "
+                    "codes, or .npy files) and print the report. Exit status 0: within "
+                    "tolerance; 1: not; 2: bad input.")
+    df.add_argument("actual", help="the dump under test (raw codes or .npy)")
+    df.add_argument("expected", help="the golden dump (raw codes or .npy)")
+    df.add_argument("--fmt", "--format", dest="fmt", default=None,
+                    help="the format of raw dumps (and of .npy files of codes)")
+    df.add_argument("--max-ulp", type=int, default=0, help="accepted ULP distance (default 0)")
+    df.add_argument("--nan", default="any", help="any (default): any NaN matches any NaN; "
+                    "exact: NaN codes must be identical")
+    df.add_argument("--ignore-zero-sign", action="store_true", help="accept +0 against -0")
+    df.add_argument("--offenders", type=int, default=10, help="offenders listed (default 10)")
+    df.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
+    df.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    rf = sub.add_parser(
+        "ref", help="write the golden output of a reference operator",
+        description="Compute OP on the input dumps with declared numerics and write the golden "
+                    "output (raw codes, or .npy when OUT ends in .npy).")
+    rf.add_argument("op", help="the operator (e.g. add, matmul, softmax; 'ref list' lists them)")
+    rf.add_argument("paths", nargs="*", metavar="IN ... OUT",
+                    help="input dumps, then the output file")
+    rf.add_argument("--fmt", "--format", dest="fmt", default=None, help="the inputs' format")
+    rf.add_argument("--out-fmt", default=None, help="the output's format (default: --fmt)")
+    rf.add_argument("--shape", action="append", default=[],
+                    help="shape of a raw input, e.g. 64x128 (once per input, in order)")
+    rf.add_argument("--accumulate", default=None, help="accumulation format (default fp32)")
+    rf.add_argument("--compute", default=None, help="format products/steps are rounded to")
+    rf.add_argument("--order", default=None,
+                    help="sequential (default), pairwise, blocked:N or split:S")
+    rf.add_argument("--rounding", default="rne", help=f"rounding mode: {ROUNDING_NAMES}")
+    rf.add_argument("--saturate", action="store_true", help="clamp overflow to ±max")
+    rf.add_argument("--ftz", action="store_true", help="flush tiny results to zero")
+    rf.add_argument("--daz", action="store_true", help="read subnormal inputs as zero")
+    rf.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,18 +119,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args([_protect_negative(a) for a in argv])
+        args, extra = parser.parse_known_args([_protect_negative(a) for a in argv])
+        if args.command == "ref":
+            # argparse gives 'ref OP --fmt F IN OUT' the paths after the
+            # options as extras: they are the paths.
+            args.paths += [e for e in extra if not e.startswith("-")]
+            extra = [e for e in extra if e.startswith("-")]
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "explain":
             return _explain(args)
         if args.command == "formats":
             return _formats(args)
-        raise UsageError("missing command; accepted: explain, formats "
+        if args.command in ("diff", "ref"):
+            from . import _cli_dumps
+
+            return _cli_dumps.diff(args) if args.command == "diff" else _cli_dumps.ref(args)
+        if args.command == "vectors":
+            return _vectors(args)
+        raise UsageError("missing command; accepted: explain, formats, diff, ref, vectors "
                          "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16')")
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         print(f"fpsim: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except OSError as exc:  # unreadable or unwritable files
+        print(f"fpsim: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("fpsim: error: out of memory", file=sys.stderr)
+        return 2
+
+
+def _vectors(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import _vectors
+
+    out = Path(args.out)
+    if args.check:
+        problems = _vectors.check(out)
+        for p in problems:
+            print(p)
+        print(f"{out}: {'up to date' if not problems else f'{len(problems)} problem(s)'}")
+        return 1 if problems else 0
+    names = _vectors.write(out)
+    print(f"wrote {len(names)} vector files and {_vectors.MANIFEST} under {out}")
+    return 0
 
 
 def _protect_negative(arg: str) -> str:

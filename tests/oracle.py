@@ -205,6 +205,10 @@ SPECS = {spec.name: spec for spec in [
     FormatSpec("e5m2fnuz", 5, 2, 16, "fnuz"),  # max 0x7F = 1.75 × 2**15 = 57344
     # OCP MX E8M0 scale: unsigned, no zero, every code 2**(c - 127), 0xFF NaN
     FormatSpec("e8m0", 8, 0, 127, "fn", signed=False, subnormals=False),
+    # OCP MX element formats (MX spec v1.0 §5.3): no infinity, no NaN.
+    FormatSpec("e3m2", 3, 2, 3, "none"),  # FP6 E3M2: max 1.75 × 2**4 = 28
+    FormatSpec("e2m3", 2, 3, 1, "none"),  # FP6 E2M3: max 1.875 × 2**2 = 7.5
+    FormatSpec("e2m1", 2, 1, 1, "none"),  # FP4 E2M1: max 1.5 × 2**2 = 6
 ]}
 
 

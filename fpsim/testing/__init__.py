@@ -1,0 +1,28 @@
+"""The differential testing harness: judge a kernel's or a device's output
+against the golden model.
+
+* :func:`compare` gives a :class:`Report`: counts of bit-exact pairs, pairs
+  within and beyond tolerance, mismatches by kind (NaN, infinity, sign of
+  zero, ULP distance), the largest ULP distance and where it is, a histogram,
+  and the first offenders with their bit fields;
+* :func:`assert_bitwise_equal` and :func:`assert_ulp_close` raise
+  :class:`AssertionError` with the report's table (as :mod:`numpy.testing`);
+* :func:`ulp_distance`: the exact distance between two codes of a format;
+* :func:`profile` / :func:`profiles`: contexts for what real stacks do
+  (``ml_dtypes``, ``numpy``, ``torch``, ``onnx_saturate``,
+  ``cuda_satfinite``), each with how it was established;
+* the pytest plugin (:mod:`fpsim.testing.pytest_plugin`, registered by entry
+  point) adds the full report of failing comparisons to a failed test's output.
+
+>>> import numpy as np
+>>> from fpsim.testing import compare
+>>> compare(np.float16([1.0, 2.0]), np.float16([1.0, 2.0])).ok
+True
+"""
+
+from ._compare import Offender, Report, assert_bitwise_equal, assert_ulp_close, compare
+from ._profiles import Profile, profile, profiles
+from ._ulp import ulp_distance
+
+__all__ = ["compare", "Report", "Offender", "assert_bitwise_equal", "assert_ulp_close",
+           "ulp_distance", "Profile", "profile", "profiles"]
