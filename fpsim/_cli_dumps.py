@@ -12,8 +12,7 @@ from typing import Any
 
 from .formats import Format
 from .formats import format as _lookup
-from .testing import _dumps, _reference
-from .testing._compare import compare
+from .testing import _compare, _dumps, _reference
 
 
 def _format(name: str | None, option: str = "--fmt") -> Format | None:
@@ -39,10 +38,16 @@ def diff(args: argparse.Namespace) -> int:
     if actual.size != expected.size:
         raise ValueError(f"length mismatch: ACTUAL {args.actual} has {actual.size} elements, "
                          f"EXPECTED {args.expected} has {expected.size}")
-    if actual.shape != expected.shape:  # a raw dump against a .npy file: compare flat
+    if actual.shape != expected.shape:
+        if args.actual.endswith(".npy") and args.expected.endswith(".npy"):
+            raise ValueError(f"shape mismatch: ACTUAL {args.actual} is {actual.shape}, "
+                             f"EXPECTED {args.expected} is {expected.shape}")
+        # a raw dump (flat) against a .npy file: compare in flat order
         actual, expected = actual.reshape(-1), expected.reshape(-1)
-    report = compare(actual, expected, fmt, max_ulp=args.max_ulp, nan=args.nan,
-                     signed_zero=not args.ignore_zero_sign, offenders=args.offenders)
+    report = _compare.run(actual, expected, fmt, max_ulp=args.max_ulp, nan=args.nan,
+                          signed_zero=not args.ignore_zero_sign, offenders=args.offenders,
+                          labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
+                          hint="give --fmt")
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return 0 if report.ok else 1
 
@@ -50,8 +55,7 @@ def diff(args: argparse.Namespace) -> int:
 def ref(args: argparse.Namespace) -> int:
     if args.op == "list":
         for r in _reference.REFERENCES.values():
-            extra = f" [--{' --'.join(o.replace('out', 'out-fmt') for o in r.options)}]" \
-                if r.options else ""
+            extra = f" [{' '.join(_flag(o) for o in r.options)}]" if r.options else ""
             print(f"{r.name:<12} {r.inputs} input{'s' if r.inputs > 1 else ' '}  "
                   f"{r.summary}{extra}")
         return 0
@@ -76,6 +80,10 @@ def ref(args: argparse.Namespace) -> int:
     return 0
 
 
+def _flag(option: str) -> str:
+    return "--out-fmt" if option == "out" else f"--{option}"
+
+
 def _options(args: argparse.Namespace, op: _reference.Reference) -> dict[str, Any]:
     given = {"out": _format(args.out_fmt, "--out-fmt"),
              "accumulate": _format(args.accumulate, "--accumulate"),
@@ -86,9 +94,8 @@ def _options(args: argparse.Namespace, op: _reference.Reference) -> dict[str, An
         if value is None:
             continue
         if name not in op.options:
-            flag = "--out-fmt" if name == "out" else f"--{name}"
-            raise ValueError(f"{op.name} does not take {flag}; it takes: "
-                             f"{', '.join(op.options) or 'only the rounding settings'}")
+            takes = ", ".join(_flag(o) for o in op.options) or "only the rounding settings"
+            raise ValueError(f"{op.name} does not take {_flag(name)}; it takes: {takes}")
         kw[name] = value
     if op.name == "cast" and "out" not in kw:
         raise ValueError("cast needs the output format: --out-fmt FMT")

@@ -567,7 +567,7 @@ def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
 
 
 def next_up(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
-    """IEEE nextUp: like :meth:`Float.next_up`, and a NaN operand gives the
+    """IEEE nextUp: like :meth:`fpsim.Float.next_up`, and a NaN operand gives the
     policy's NaN (INVALID if signaling)."""
     return _next(a, 1, ctx, overrides)
 

@@ -153,7 +153,7 @@ class Context:
 
     def random_bits(self, bits: int | None = None) -> int:
         """Draw one stochastic-rounding random integer in ``[0, 2**bits)``
-        (``bits`` defaults to :attr:`sr_bits`) from :attr:`rng`.
+        (``bits`` defaults to ``sr_bits``) from :attr:`rng`.
 
         >>> Context(rng=7).random_bits(8) == Context(rng=7).random_bits(8)
         True

@@ -209,3 +209,42 @@ def test_ref_list(capsys):
 def test_ref_bad_input_one_line_exit_2(capsys, argv, message):
     status, out, err = run(capsys, *argv)
     assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_diff_review_findings(capsys, tmp_path):
+    """Inputs that once passed or failed wrongly: values outside the format,
+    .npy files of different shapes, codes of the wrong width."""
+    np.save(tmp_path / "inf.npy", np.float32([np.inf, 0, 0, 0]))
+    np.save(tmp_path / "nan.npy", np.float32([np.nan, 0, 0, 0]))
+    status, _, err = run(capsys, "diff", tmp_path / "inf.npy", tmp_path / "nan.npy",
+                         "--fmt", "e8m0")
+    assert status == 2 and f"ACTUAL {tmp_path / 'inf.npy'} (float32) holds values that are " \
+        "not e8m0 values" in err and "give --fmt" in err
+    np.save(tmp_path / "a.npy", np.float16([1, 2, 3, 4]))
+    np.save(tmp_path / "b.npy", np.float16([1, 2, 3, 4]).reshape(2, 2))
+    status, _, err = run(capsys, "diff", tmp_path / "a.npy", tmp_path / "b.npy")
+    assert status == 2 and "shape mismatch" in err
+    np.save(tmp_path / "e4.npy", np.array([1.0, 2.0], ml_dtypes.float8_e4m3fn))
+    status, _, err = run(capsys, "diff", tmp_path / "e4.npy", tmp_path / "e4.npy",
+                         "--fmt", "bf16")
+    assert status == 2 and "holds 1-byte codes; bf16 codes take 2 bytes" in err
+    status, out, _ = run(capsys, "diff", tmp_path / "e4.npy", tmp_path / "e4.npy",
+                         "--fmt", "e4m3")
+    assert status == 0
+    status, _, err = run(capsys, "diff", tmp_path / "a.npy", tmp_path / "nan.npy")
+    assert status == 2 and "ACTUAL" in err and "EXPECTED" in err and "give --fmt" in err
+
+
+def test_ref_review_findings(capsys, tmp_path):
+    np.uint8([0x20, 0x21]).tofile(tmp_path / "x.bin")
+    status, _, err = run(capsys, "ref", "sum", "--fmt", "fp16", "--compute", "fp32",
+                         tmp_path / "x.bin", tmp_path / "o.bin")
+    assert status == 2 and "it takes: --accumulate, --out-fmt, --order" in err
+    status, _, err = run(capsys, "ref", "relu", "--fmt", "e2m1", tmp_path / "x.bin",
+                         tmp_path / "o.bin")
+    assert status == 2 and "input 1" in err and "out of range for e2m1" in err
+    if __import__("os").path.exists("/dev/full"):
+        np.float16([1.0]).tofile(tmp_path / "h.bin")
+        status, _, err = run(capsys, "ref", "relu", "--fmt", "fp16", tmp_path / "h.bin",
+                             "/dev/full")
+        assert status == 2 and "No space left" in err

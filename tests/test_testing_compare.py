@@ -126,6 +126,34 @@ def test_inf_against_opposite_inf_is_an_inf_mismatch():
     assert r.max_ulp == 2 * 0x7C00
 
 
+def test_review_findings_stay_fixed():
+    # A value outside the format (inf into E8M0/E4M3/E3M2, 0 into E8M0) is an error,
+    # not a silent NaN or max that then matches.
+    for fmt, bad in (("e8m0", 0.0), ("e8m0", -1.0), ("e8m0", np.inf), ("e4m3", np.inf),
+                     ("e3m2", np.inf), ("e4m3fnuz", np.inf)):
+        with pytest.raises(ValueError, match=f"not {fmt} values"):
+            compare(np.float32([bad]), np.float32([1.0]), fmt)
+    with pytest.raises(ValueError, match="^expected: NaN"):
+        compare(np.float32([1.0]), np.float32([np.nan]), "e3m2")
+    # FNUZ's NaN code is not a zero: one kind per pair.
+    fnuz = ml_dtypes.float8_e4m3fnuz
+    r = compare(np.array([0.0], fnuz), np.array([np.nan], fnuz))
+    assert (r.nan_mismatch, r.signed_zero_mismatch, r.beyond_tolerance) == (1, 0, 1)
+    # The largest distance is found among the pairs without a NaN.
+    assert compare(np.float16([np.nan, 1.0]), np.float16([1.0, 1.0])).max_ulp_index == (1,)
+    # Big-endian value arrays carry their format; float64 holding FP32 values.
+    assert compare(np.float16([1, 2]).astype(">f2"), np.float16([1, 2])).ok
+    assert compare(np.float32([1.5, -np.inf]), np.float64([1.5, -np.inf]), "fp64").ok
+    # Signed integers as wide as the codes are bit patterns (torch's t.view(torch.int16)).
+    assert compare(np.int16([-17408]), np.uint16([0xBC00]), "fp16").ok  # -17408 is 0xBC00
+    # Any tolerance beyond 2**64 accepts every finite distance.
+    assert compare(np.float16([-65504]), np.float16([65504]), max_ulp=2 ** 70).ok
+    # Non-contiguous and big-endian inputs are read chunk by chunk.
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    assert compare(x.T, x.T.copy()).ok and compare(x[:, ::2], x[:, ::2].astype(">f4")).ok
+    assert ulp_distance(0x3C00, 0x3C01, "fp16") == 1
+
+
 def test_format_inference_and_overrides():
     # ml_dtypes arrays carry their format; codes need fmt=.
     e4m3 = np.array([448, -448, 1.5], ml_dtypes.float8_e4m3fn)
@@ -146,7 +174,7 @@ def test_format_inference_and_overrides():
     (dict(actual=np.uint16([1]), expected=np.uint16([1])), "cannot tell the format", TypeError),
     (dict(actual=np.uint16([0x100]), expected=np.uint16([1]), fmt="e4m3"), "out of range",
      ValueError),
-    (dict(actual=np.int8([-1]), expected=np.int8([1]), fmt="e4m3"), "negative codes",
+    (dict(actual=np.int16([-1]), expected=np.int16([1]), fmt="e4m3"), "negative codes",
      ValueError),
     (dict(actual=np.float16([1.0]), expected=np.float16([1.0]), fmt="fp17"), "fp17",
      ValueError),

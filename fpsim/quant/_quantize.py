@@ -156,9 +156,9 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     (OCP MX v1.0: blocks of ``block_size`` (default 32) consecutive elements along
     ``axis``, default the last, each with an E8M0 scale; ``mx_scale`` picks
     the spec's floor rule or the round-up variant; see
-    :mod:`fpsim.quant._mx`), or ``"nvfp4"`` (E2M1 elements, blocks of
+    ``fpsim/quant/_mx.py``), or ``"nvfp4"`` (E2M1 elements, blocks of
     ``block_size`` (default 16) with E4M3 scales and an FP32 tensor scale; see
-    :mod:`fpsim.quant._nvfp4`).  ``scale_format`` (FP32 by default; E8M0,
+    ``fpsim/quant/_nvfp4.py``).  ``scale_format`` (FP32 by default; E8M0,
     and only E8M0, for ``"mx"``) is the format of amax, the scale, its
     reciprocal and the scaled values.
 

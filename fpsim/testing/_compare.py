@@ -32,7 +32,6 @@ from .. import array as _array
 from ..context import Context
 from ..formats import Format, formats
 from ..formats import format as _lookup
-from ..modes import Flag
 from . import _ulp
 
 __all__ = ["Offender", "Report", "compare", "assert_bitwise_equal", "assert_ulp_close"]
@@ -189,66 +188,121 @@ class Report:
 # -- reading the inputs --------------------------------------------------------
 
 def _format_of_dtype(dtype: np.dtype) -> Format | None:
+    """The built-in format whose value type ``dtype`` is (any byte order)."""
+    if dtype.kind not in "fV" or dtype.fields is not None:
+        return None
+    native = dtype.newbyteorder("=")
     for f in formats():
         vd = _array.value_dtype(f)
-        if vd is not None and vd == dtype:
+        if vd is not None and vd == native:
             return f
     return None
 
 
-def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None) -> Format:
+def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None,
+                    labels: tuple[str, str], hint: str) -> Format:
     if fmt is not None:
         return _lookup(fmt)
     found = [_format_of_dtype(x.dtype) for x in (a, b)]
-    for name, x, f in (("actual", a, found[0]), ("expected", b, found[1])):
+    for name, x, f in zip(labels, (a, b), found):
         if f is None:
-            raise TypeError(f"cannot tell the format of {name} (dtype {x.dtype}): pass fmt= "
-                            "(a format or its name, e.g. 'fp16') for integer codes or other "
-                            "dtypes; inferred dtypes are numpy float16/32/64 and the ml_dtypes "
-                            "types")
+            raise TypeError(f"cannot tell the format of {name} (dtype {x.dtype}): {hint} for "
+                            "integer codes or other dtypes; inferred dtypes are numpy "
+                            "float16/32/64 and the ml_dtypes types")
     if found[0] != found[1]:
-        raise TypeError(f"actual is {a.dtype} but expected is {b.dtype}: pass fmt= to compare "
-                        "both in one format")
+        raise TypeError(f"{labels[0]} is {a.dtype} but {labels[1]} is {b.dtype}: {hint} to "
+                        "compare both in one format")
     return found[0]  # type: ignore[return-value]
 
 
-def _codes(name: str, x: np.ndarray, fmt: Format) -> np.ndarray:
-    """The codes of ``x`` in ``fmt`` as a flat array (a view where possible):
-    integer arrays are codes; arrays of ``fmt``'s value dtype are viewed as
-    their bits; other float arrays must hold values of ``fmt`` exactly."""
-    x = x.reshape(-1)
-    if not x.dtype.isnative:
-        x = x.astype(x.dtype.newbyteorder("="))
-    if x.dtype.kind in "iu":
+class _Source:
+    """The codes of one input in ``fmt``, read chunk by chunk (so memory
+    stays bounded whatever the input's size, layout or byte order):
+
+    * integer arrays are codes (signed integers as wide as the format's code
+      type are read as bit patterns, as from ``tensor.view(torch.int16)``);
+    * arrays of ``fmt``'s value type are read as their bits;
+    * other float arrays (numpy, ml_dtypes) must hold values of ``fmt``
+      only: each chunk is converted and must convert back to itself."""
+
+    def __init__(self, label: str, x: np.ndarray, fmt: Format, hint: str) -> None:
+        self.label, self.fmt, self.hint = label, fmt, hint
+        self.size = x.size
+        self.flat = x.reshape(-1) if x.ndim <= 1 or x.flags.c_contiguous else x.flat
+        dt = x.dtype
+        code_bits = _array.code_dtype(fmt).itemsize * 8
+        if dt.kind in "iu":
+            self.kind = "bits" if dt.kind == "i" and dt.itemsize * 8 == code_bits else "codes"
+        elif dt.newbyteorder("=") == _array.value_dtype(fmt):
+            self.kind = "bits"
+        elif _format_of_dtype(dt) is not None or dt.kind == "f":
+            self.kind = "values"
+        else:
+            raise TypeError(f"{label} has dtype {dt}; accepted: integer codes, or float arrays "
+                            "(numpy, ml_dtypes) whose values are in the format")
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        x = np.asarray(self.flat[start:stop])
+        if not x.dtype.isnative:
+            x = x.astype(x.dtype.newbyteorder("="))
+        if self.kind == "bits":
+            return x.view(f"u{x.dtype.itemsize}")
+        if self.kind == "codes":
+            return self._checked_codes(x)
+        return self._converted(x)
+
+    def _checked_codes(self, x: np.ndarray) -> np.ndarray:
+        fmt = self.fmt
         accepted = f"accepted 0..0x{(1 << fmt.width) - 1:x} ({fmt.width}-bit codes of {fmt.name})"
         if x.dtype.kind == "i" and x.size and int(x.min()) < 0:
-            raise ValueError(f"{name} has negative codes; {accepted}")
+            raise ValueError(f"{self.label} has negative codes; {accepted}")
         if x.size and int(x.max()) >> fmt.width:
-            raise ValueError(f"{name} has codes out of range for {fmt.name}; {accepted}")
+            raise ValueError(f"{self.label} has codes out of range for {fmt.name}; {accepted}")
         return x
-    if x.dtype == _array.value_dtype(fmt):
-        return x.view(f"u{x.dtype.itemsize}")
-    if x.dtype.kind != "f" and _format_of_dtype(x.dtype) is None:
-        raise TypeError(f"{name} has dtype {x.dtype}; accepted: integer codes, or float arrays "
-                        "(numpy, ml_dtypes) whose values are in the format")
-    ctx = Context()
-    codes = _array.encode(x, fmt, ctx)
-    if ctx.flags & (Flag.INEXACT | Flag.OVERFLOW):
-        raise ValueError(f"{name} ({x.dtype}) has values that are not {fmt.name} values: "
-                         f"pass arrays of {fmt.name}'s codes or values")
-    return codes
+
+    def _converted(self, x: np.ndarray) -> np.ndarray:
+        fmt = self.fmt
+        wide = x.astype(np.float64)
+        try:
+            if fmt.width > 32:  # FP64: every narrower binary value is one of its values
+                codes = wide.view(np.uint64)
+            else:
+                codes = _array.encode(x, fmt, Context())
+        except ValueError as exc:
+            raise ValueError(f"{self.label}: {exc}") from None
+        back = _array.decode(codes, fmt).astype(np.float64)
+        nan = np.isnan(wide)
+        same = (back == wide) | (nan & np.isnan(back))
+        if fmt.has_negative_zero:
+            same &= np.signbit(back) == np.signbit(wide)
+        if not same.all():
+            i = int(np.argmin(same))
+            raise ValueError(f"{self.label} ({x.dtype}) holds values that are not {fmt.name} "
+                             f"values (the first: {wide[i]!r}); {self.hint} naming the format "
+                             "the data is in, or pass its codes")
+        return codes
 
 
-def _pairs(actual: Any, expected: Any, fmt: Format | str | None
-           ) -> tuple[Format, tuple[int, ...], np.ndarray, np.ndarray]:
-    a = _array._common.as_array(actual)
-    b = _array._common.as_array(expected)
+def _sources(actual: Any, expected: Any, fmt: Format | str | None,
+             labels: tuple[str, str] = ("actual", "expected"), hint: str = "pass fmt="
+             ) -> tuple[Format, tuple[int, ...], _Source, _Source]:
+    a, b = (_as_array(x, name) for x, name in zip((actual, expected), labels))
     if a.shape != b.shape:
-        raise ValueError(f"shape mismatch: actual {a.shape}, expected {b.shape}")
-    f = _resolve_format(a, b, fmt)
+        raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
+    f = _resolve_format(a, b, fmt, labels, hint)
     if f.width > 64:
         raise ValueError(f"{f.name} is {f.width} bits wide; compare handles formats up to 64 bits")
-    return f, a.shape, _codes("actual", a, f), _codes("expected", b, f)
+    return f, a.shape, _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)
+
+
+def _as_array(x: Any, name: str) -> np.ndarray:
+    try:
+        return _array._common.as_array(x)
+    except (TypeError, RuntimeError, BufferError) as exc:
+        raise TypeError(f"{name} cannot be read as a numpy array ({exc}); a PyTorch tensor of "
+                        "bfloat16 or float8 can be passed as its bit patterns, "
+                        "t.view(torch.int16).numpy() or t.view(torch.uint8).numpy(), with "
+                        "fmt=") from None
 
 
 # -- the tally -------------------------------------------------------------------
@@ -274,10 +328,9 @@ class Tally:
         r.exact += n_same
         if n_same == n:
             numeric = ~_ulp.nan_mask(a, fmt)
-            first = int(np.argmax(numeric)) if n else 0
             r.bins[0] += int(np.count_nonzero(numeric))
-            if r.max_ulp_index is None and n and numeric[first]:
-                self._note_max(0, offset + first)
+            if self._max_flat is None and numeric.any():
+                self._note_max(0, offset + int(np.argmax(numeric)))
             return
         nan_a, nan_b = _ulp.nan_mask(a, fmt), _ulp.nan_mask(b, fmt)
         any_nan = nan_a | nan_b
@@ -287,10 +340,10 @@ class Tally:
         counts = np.bincount(bins, minlength=65)
         for k in np.flatnonzero(counts):
             r.bins[k] += int(counts[k])
-        if numeric.any():
-            dn = np.where(numeric, d, np.uint64(0))
-            i = int(np.argmax(dn))
-            self._note_max(int(dn[i]), offset + i)
+        where = np.flatnonzero(numeric)
+        if where.size:
+            i = int(where[np.argmax(d[where])])
+            self._note_max(int(d[i]), offset + i)
 
         differ = ~same
         nan_bad = differ & (nan_a != nan_b)
@@ -300,7 +353,9 @@ class Tally:
         inf_bad = differ & numeric & (inf_a | inf_b)
         zero_pair = differ & _ulp.zero_mask(a, fmt) & _ulp.zero_mask(b, fmt)
         zero_bad = zero_pair if r.signed_zero else np.zeros_like(zero_pair)
-        ulp_bad = differ & numeric & ~(inf_a | inf_b) & (d > np.uint64(r.max_ulp_allowed))
+        # Distances are below 2**64: a larger tolerance accepts them all.
+        limit = np.uint64(min(r.max_ulp_allowed, (1 << 64) - 1))
+        ulp_bad = differ & numeric & ~(inf_a | inf_b) & (d > limit)
         bad = nan_bad | inf_bad | zero_bad | ulp_bad
         n_bad = int(np.count_nonzero(bad))
         r.nan_mismatch += int(np.count_nonzero(nan_bad))
@@ -407,12 +462,22 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_
     >>> compare(actual[:2], expected[:2], max_ulp=1).ok
     True
     """
+    return run(actual, expected, fmt, max_ulp=max_ulp, nan=nan, signed_zero=signed_zero,
+               offenders=offenders)
+
+
+def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int, nan: str,
+        signed_zero: bool, offenders: int, labels: tuple[str, str] = ("actual", "expected"),
+        hint: str = "pass fmt=") -> Report:
+    """:func:`compare`, with the inputs' names and the way to name a format
+    as the caller's users know them (the command line's file names and
+    ``--fmt``)."""
     _check_options(max_ulp, nan, signed_zero, offenders)
-    f, shape, a, b = _pairs(actual, expected, fmt)
+    f, shape, a, b = _sources(actual, expected, fmt, labels, hint)
     tally = Tally(f, shape, max_ulp=int(max_ulp), nan=nan, signed_zero=bool(signed_zero),
                   offenders=int(offenders))
     for start, stop in _chunks(a.size, CHUNK):
-        tally.add(a[start:stop], b[start:stop], start)
+        tally.add(a.read(start, stop), b.read(start, stop), start)
     report = tally.report
     if not report.ok:
         for collector in _collectors:

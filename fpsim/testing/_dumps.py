@@ -50,9 +50,17 @@ def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "lit
             a = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError) as exc:
             raise DumpError(f"{label} {path} is not a readable .npy file ({exc})") from None
-        if a.dtype.kind == "V" and a.dtype.itemsize in (1, 2, 4, 8):
+        if a.dtype.kind == "V" and a.dtype.fields is None and a.dtype.itemsize in (1, 2, 4, 8):
             # ml_dtypes arrays saved with np.save come back as raw bytes: codes.
             a = a.view(f"u{a.dtype.itemsize}")
+        if a.dtype.kind in "iu" and fmt is not None:
+            width = _array.code_dtype(fmt).itemsize
+            if a.dtype.itemsize != width:
+                raise DumpError(f"{label} {path} holds {a.dtype.itemsize}-byte codes; "
+                                f"{fmt.name} codes take {width} byte{'s' if width > 1 else ''}")
+        elif a.dtype.kind not in "iuf" and a.dtype.kind != "V":
+            raise DumpError(f"{label} {path} holds {a.dtype} data; accepted: float values "
+                            "(numpy, ml_dtypes) or integer codes")
         if shape is not None and a.size != int(np.prod(shape)):
             raise DumpError(f"{label} {path} has {a.size} elements, not the "
                             f"{int(np.prod(shape))} of shape {shape}")
@@ -78,7 +86,7 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
     """Write codes of ``fmt``: a ``.npy`` file (of ``fmt``'s value dtype
     where there is one, else of codes) or a raw dump in ``byteorder``."""
     path = os.fspath(path)
-    codes = np.asarray(codes).astype(_array.code_dtype(fmt), copy=False)
+    codes = np.ascontiguousarray(np.asarray(codes).astype(_array.code_dtype(fmt), copy=False))
     if path.endswith(".npy"):
         # numpy's own float types as values; ml_dtypes types would be saved
         # as anonymous bytes ('|V1'), so those formats are saved as codes.
@@ -86,7 +94,9 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
         native = vd is not None and vd.kind == "f" and vd.type.__module__ == "numpy"
         np.save(path, codes.view(vd) if native else codes, allow_pickle=False)
         return
-    codes.astype(_dtype(fmt, byteorder), copy=False).tofile(path)
+    data = codes.astype(_dtype(fmt, byteorder), copy=False)
+    with open(path, "wb") as out:  # a failed write (a full disk) raises OSError
+        out.write(memoryview(data).cast("B"))
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -106,6 +116,9 @@ def codes_of(a: np.ndarray, fmt: Format, label: str) -> Any:
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.kind in "iu":
+        if a.size and (int(a.max()) >> fmt.width or (a.dtype.kind == "i" and int(a.min()) < 0)):
+            raise DumpError(f"{label} has codes out of range for {fmt.name}: accepted 0..0x"
+                            f"{(1 << fmt.width) - 1:x}")
         return a
     vd = _array.value_dtype(fmt)
     if a.dtype != vd:

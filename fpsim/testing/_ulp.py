@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..formats import Format, Specials
+from ..formats import format as _lookup
 
 U64 = np.uint64
 
@@ -44,6 +45,8 @@ def zero_mask(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """Which of ``codes`` are ±0 of ``fmt``."""
     if not fmt.has_zero:
         return np.zeros(codes.shape, bool)
+    if fmt.specials is Specials.FNUZ:  # the negative-zero code is the NaN
+        return codes == 0
     return (codes & codes.dtype.type(fmt.magnitude_mask)) == 0
 
 
@@ -66,7 +69,7 @@ def distance(a: np.ndarray, b: np.ndarray, fmt: Format) -> np.ndarray:
     return np.where(same_side, within, across)
 
 
-def ulp_distance(a: int, b: int, fmt: Format) -> int | None:
+def ulp_distance(a: int, b: int, fmt: Format | str) -> int | None:
     """The ULP distance between two codes of ``fmt``; None if either is a NaN.
 
     >>> import fpsim
@@ -79,6 +82,7 @@ def ulp_distance(a: int, b: int, fmt: Format) -> int | None:
     >>> ulp_distance(0x7E00, 0x3C00, fpsim.FP16) is None
     True
     """
+    fmt = _lookup(fmt)
     a, b = fmt.check_code(a), fmt.check_code(b)
     if fmt.is_nan_code(a) or fmt.is_nan_code(b):
         return None
