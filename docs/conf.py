@@ -28,6 +28,7 @@ extensions = [
     "sphinx.ext.doctest",
     "fpsim_directives",
     "fpsim_stacks",
+    "fpsim_limits",
 ]
 
 html_theme = "alabaster"

@@ -36,17 +36,16 @@ docstrings bypass napoleon.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import inspect
 import io
 import re
 import shlex
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from fpsim_shared import BUILTIN, GEN, SHORT
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -54,27 +53,10 @@ import fpsim
 import fpsim.cli
 from fpsim.value import exact_decimal
 
-# The built-in formats: the registry as it is when this extension is loaded,
-# before any doctest could register a format of its own.
-BUILTIN = tuple(fpsim.formats())
-
-# Decimal strings longer than this are shown as 2^k expressions with a
+# Decimal strings longer than SHORT are shown as 2^k expressions with a
 # 17-significant-digit approximation.
-SHORT = 24
-
-
 # -- value formatting (shared with spec/generate.py) ---------------------------------
 
-def _load_spec_generator() -> Any:
-    path = Path(__file__).resolve().parents[2] / "spec" / "generate.py"
-    spec = importlib.util.spec_from_file_location("fpsim_spec_generate", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _load_spec_generator()
 pow2 = GEN.pow2
 
 
