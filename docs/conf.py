@@ -29,7 +29,12 @@ extensions = [
     "fpsim_directives",
     "fpsim_stacks",
     "fpsim_limits",
+    "myst_parser",
 ]
+# spec/*.md are included as pages (docs/spec/); their section links
+# (formats.md#fp16) need anchors for headings.
+myst_heading_anchors = 3
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 
 html_theme = "alabaster"
 html_static_path = []
