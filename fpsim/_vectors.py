@@ -95,7 +95,7 @@ def _conversion_inputs(src: Format, dst: Format, rng: random.Random) -> Iterator
     between neighbouring ``dst`` values, and the overflow/underflow
     boundaries; then the notable codes of ``src``."""
     ctx = Context(rounding="rtz")
-    boundaries = [dst.max + (dst.max - arith.next_down(dst.from_bits(dst.max_code)).value) / 2,
+    boundaries = [dst.max + dst.from_bits(dst.max_code).ulp() / 2,
                   dst.min_subnormal / 2, dst.min_normal - dst.min_subnormal / 2]
     for v in boundaries:
         for delta in (-1, 0, 1):

@@ -138,13 +138,16 @@ def _columns(argument: str) -> list[str]:
     return keys
 
 
-def _table(header: list[str], rows: list[list[str]], literal_cols: set[int]) -> nodes.table:
-    table = nodes.table(classes=["fpsim-table"])
+def table(header: list[str], rows: list[list[str]],
+          literal_cols: set[int] | frozenset[int] = frozenset()) -> nodes.table:
+    """A table of text cells (the extensions' one table builder): a "\\n" in
+    a cell starts a new line; cells of ``literal_cols`` are inline code."""
+    result = nodes.table(classes=["fpsim-table"])
     group = nodes.tgroup(cols=len(header))
-    table += group
+    result += group
     for i, title in enumerate(header):  # widths in characters (used by text builders)
-        width = max([len(title)] + [len(r[i]) for r in rows]) + (2 if i in literal_cols else 0)
-        group += nodes.colspec(colwidth=min(width, 40))
+        width = max([len(title)] + [len(line) for r in rows for line in r[i].split("\n")])
+        group += nodes.colspec(colwidth=min(width + (2 if i in literal_cols else 0), 40))
     thead = nodes.thead()
     group += thead
     thead += _row(header, set())
@@ -152,16 +155,17 @@ def _table(header: list[str], rows: list[list[str]], literal_cols: set[int]) -> 
     group += tbody
     for r in rows:
         tbody += _row(r, literal_cols)
-    return table
+    return result
 
 
-def _row(cells: list[str], literal_cols: set[int]) -> nodes.row:
+def _row(cells: list[str], literal_cols: set[int] | frozenset[int]) -> nodes.row:
     row = nodes.row()
     for i, text in enumerate(cells):
         entry = nodes.entry()
-        para = nodes.paragraph()
-        para += nodes.literal(text, text) if i in literal_cols and text else nodes.Text(text)
-        entry += para
+        for line in text.split("\n"):
+            para = nodes.paragraph()
+            para += nodes.literal(line, line) if i in literal_cols and line else nodes.Text(line)
+            entry += para
         row += entry
     return row
 
@@ -180,7 +184,7 @@ class FormatsTable(SphinxDirective):
         header = [COLUMNS[k][0] for k in keys]
         rows = [[COLUMNS[k][1](f) for k in keys] for f in fmts]
         literal = {i for i, k in enumerate(keys) if k in ("name", "aliases")}
-        return [_table(header, rows, literal)]
+        return [table(header, rows, literal)]
 
 
 # -- notable codes ------------------------------------------------------------------
@@ -194,7 +198,7 @@ class Codes(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         fmt = fpsim.format(self.arguments[0])
         rows = [list(row) for row in GEN.notable_codes(fmt)]
-        return [_table(["", "code", "exact value", "decimal"], rows, {1, 2})]
+        return [table(["", "code", "exact value", "decimal"], rows, {1, 2})]
 
 
 # -- NaN policies --------------------------------------------------------------------
@@ -218,7 +222,7 @@ class NanPolicies(SphinxDirective):
                 f"0x{nans.default_nan(fpsim.FP16, p):04x}",
                 p.source,
             ])
-        return [_table(["policy", "propagates payloads", "operand chosen",
+        return [table(["policy", "propagates payloads", "operand chosen",
                         "default NaN (FP32 / FP16)", "source"], rows, {0, 3})]
 
 

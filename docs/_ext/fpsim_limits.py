@@ -330,28 +330,7 @@ PLOTS: dict[str, Callable[[str | os.PathLike[str]], None]] = {
 # -- Sphinx ------------------------------------------------------------------------------
 
 if HAVE_SPHINX:  # the directives; limits_rows() and PLOTS work without them
-    def _table(header: list[str], rows: list[list[str]], literal_cols: set[int]) -> Any:
-        table = nodes.table(classes=["fpsim-table"])
-        group = nodes.tgroup(cols=len(header))
-        table += group
-        for i, title in enumerate(header):  # widths in characters (used by text builders)
-            width = max([len(title)] + [len(line) for r in rows for line in r[i].split("\n")])
-            group += nodes.colspec(colwidth=min(width, 40))
-        thead, tbody = nodes.thead(), nodes.tbody()
-        group += thead
-        group += tbody
-        for cells, parent, literal in [(header, thead, set())] + \
-                [(r, tbody, literal_cols) for r in rows]:
-            row = nodes.row()
-            for i, text in enumerate(cells):
-                entry = nodes.entry()
-                for line in text.split("\n"):
-                    para = nodes.paragraph()
-                    para += nodes.literal(line, line) if i in literal else nodes.Text(line)
-                    entry += para
-                row += entry
-            parent += row
-        return table
+    from fpsim_directives import table
 
     class LimitsTable(SphinxDirective):
         """``.. fpsim-limits-table::`` (see the module docstring)."""
@@ -363,7 +342,7 @@ if HAVE_SPHINX:  # the directives; limits_rows() and PLOTS work without them
             keys = self.options.get("columns") or list(COLUMNS)
             rows = [[row[k] for k in keys] for row in limits_rows()]
             literal = {i for i, k in enumerate(keys) if k in LITERAL}
-            return [_table([COLUMNS[k][0] for k in keys], rows, literal)]
+            return [table([COLUMNS[k][0] for k in keys], rows, literal)]
 
     class Plot(SphinxDirective):
         """``.. fpsim-plot:: NAME`` (see the module docstring)."""

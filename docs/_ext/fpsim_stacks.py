@@ -19,6 +19,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from docutils import nodes
+from fpsim_directives import table
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -32,26 +33,6 @@ except ImportError:  # pragma: no cover - depends on the build
     torch = None
 
 NO_TORCH = "torch not installed in this build"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
-    table = nodes.table(classes=["fpsim-table"])
-    group = nodes.tgroup(cols=len(header))
-    table += group
-    for i, title in enumerate(header):
-        width = max([len(title)] + [len(r[i]) for r in rows])
-        group += nodes.colspec(colwidth=min(width, 40))
-    thead, tbody = nodes.thead(), nodes.tbody()
-    group += thead
-    group += tbody
-    for cells, parent in [(header, thead)] + [(r, tbody) for r in rows]:
-        row = nodes.row()
-        for text in cells:
-            entry = nodes.entry()
-            entry += nodes.paragraph(text, text)
-            row += entry
-        parent += row
-    return table
 
 
 # -- profiles -----------------------------------------------------------------------------
@@ -72,7 +53,7 @@ class Profiles(SphinxDirective):
             notes = " ".join(f"[{fmt}] {text}" for fmt, text in p.notes.items())
             rows.append([p.name, p.description, _settings(p.settings), overrides or "-",
                          notes or "-", p.source])
-        return [_table(["profile", "covers", "settings", "per-format settings",
+        return [table(["profile", "covers", "settings", "per-format settings",
                         "notes (not expressible as settings)", "how it was established"], rows)]
 
 
@@ -214,7 +195,7 @@ class Disagreements(SphinxDirective):
         versions = (f"fpsim (default context) {fpsim.__version__}",
                     f"ml_dtypes {ml_dtypes.__version__}", f"numpy {np.__version__}",
                     f"torch {torch.__version__}" if torch is not None else "torch")
-        return [_table(["case", *versions], rows)]
+        return [table(["case", *versions], rows)]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

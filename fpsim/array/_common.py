@@ -61,10 +61,16 @@ def as_array(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def check_codes(a: np.ndarray, fmt: Format) -> None:
-    """Integer codes must fit the format's width."""
-    if a.size and (a.min() < 0 or int(a.max()) >= (1 << fmt.width)):
-        raise ValueError(f"codes out of range for {fmt.name}: accepted 0.."
+def check_codes(a: np.ndarray, fmt: Format, label: str | None = None) -> None:
+    """Integer codes must fit the format's width; ``label`` names the array
+    in the message."""
+    if not a.size:
+        return
+    negative = a.dtype.kind == "i" and a.min() < 0
+    if negative or int(a.max()) >> fmt.width:
+        owner = "" if label is None else f"{label} has "
+        what = "negative codes, " if negative else "codes "
+        raise ValueError(f"{owner}{what}out of range for {fmt.name}: accepted 0.."
                          f"0x{(1 << fmt.width) - 1:x} ({fmt.width} bits)")
 
 

@@ -41,6 +41,20 @@ U64 = np.uint64
 U8 = np.uint8
 
 
+def specials(fmt: Format, codes: np.ndarray, mag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(is_nan, is_inf)`` of unsigned codes whose magnitudes (sign bit
+    cleared) are ``mag``: the format's special-code rule, vectorized."""
+    dt = codes.dtype.type
+    if fmt.specials is Specials.IEEE:
+        return mag > dt(fmt.inf_code), mag == dt(fmt.inf_code)
+    no_inf = np.zeros(codes.shape, bool)
+    if fmt.specials is Specials.FN:
+        return mag == dt(fmt.magnitude_mask), no_inf
+    if fmt.specials is Specials.FNUZ:
+        return codes == dt(fmt.sign_bit), no_inf
+    return np.zeros(codes.shape, bool), no_inf
+
+
 def fields(fmt: Format, codes: np.ndarray) -> tuple[np.ndarray, ...]:
     """Vectorized :func:`fpsim.arith._decode` of uint64 codes:
     ``(is_nan, is_inf, negative, sig, exp)`` with ``|value| = sig × 2**exp``."""
@@ -48,18 +62,7 @@ def fields(fmt: Format, codes: np.ndarray) -> tuple[np.ndarray, ...]:
     sign = U64(fmt.sign_bit)
     mag = codes & U64(fmt.magnitude_mask)
     negative = (codes & sign) != 0
-    if fmt.specials is Specials.IEEE:
-        is_inf = mag == U64(fmt.inf_code)
-        is_nan = mag > U64(fmt.inf_code)
-    elif fmt.specials is Specials.FN:
-        is_inf = np.zeros(codes.shape, bool)
-        is_nan = mag == U64(fmt.magnitude_mask)
-    elif fmt.specials is Specials.FNUZ:
-        is_inf = np.zeros(codes.shape, bool)
-        is_nan = codes == sign
-    else:
-        is_inf = np.zeros(codes.shape, bool)
-        is_nan = np.zeros(codes.shape, bool)
+    is_nan, is_inf = specials(fmt, codes, mag)
     e_field = (mag >> U64(m)).astype(I64)
     frac = mag & U64((1 << m) - 1)
     if fmt.subnormals:

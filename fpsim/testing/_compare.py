@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
+from ..array import _common
 from ..context import Context
-from ..formats import Format, formats
+from ..formats import Format
 from ..formats import format as _lookup
 from . import _ulp
 
@@ -189,14 +190,8 @@ class Report:
 
 def _format_of_dtype(dtype: np.dtype) -> Format | None:
     """The built-in format whose value type ``dtype`` is (any byte order)."""
-    if dtype.kind not in "fV" or dtype.fields is not None:
-        return None
-    native = dtype.newbyteorder("=")
-    for f in formats():
-        vd = _array.value_dtype(f)
-        if vd is not None and vd == native:
-            return f
-    return None
+    name = dtype.newbyteorder("=").name if dtype.kind in "fV" else None
+    return _lookup(name) if name in _common.VALUE_DTYPE_NAMES else None
 
 
 def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None,
@@ -243,22 +238,11 @@ class _Source:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         x = np.asarray(self.flat[start:stop])
-        if not x.dtype.isnative:
-            x = x.astype(x.dtype.newbyteorder("="))
-        if self.kind == "bits":
-            return x.view(f"u{x.dtype.itemsize}")
+        if self.kind == "values":
+            return self._converted(x)
         if self.kind == "codes":
-            return self._checked_codes(x)
-        return self._converted(x)
-
-    def _checked_codes(self, x: np.ndarray) -> np.ndarray:
-        fmt = self.fmt
-        accepted = f"accepted 0..0x{(1 << fmt.width) - 1:x} ({fmt.width}-bit codes of {fmt.name})"
-        if x.dtype.kind == "i" and x.size and int(x.min()) < 0:
-            raise ValueError(f"{self.label} has negative codes; {accepted}")
-        if x.size and int(x.max()) >> fmt.width:
-            raise ValueError(f"{self.label} has codes out of range for {fmt.name}; {accepted}")
-        return x
+            _common.check_codes(x, self.fmt, self.label)
+        return _common.raw_codes(x, self.fmt, check=False)
 
     def _converted(self, x: np.ndarray) -> np.ndarray:
         fmt = self.fmt
@@ -290,14 +274,12 @@ def _sources(actual: Any, expected: Any, fmt: Format | str | None,
     if a.shape != b.shape:
         raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
     f = _resolve_format(a, b, fmt, labels, hint)
-    if f.width > 64:
-        raise ValueError(f"{f.name} is {f.width} bits wide; compare handles formats up to 64 bits")
     return f, a.shape, _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:
     try:
-        return _array._common.as_array(x)
+        return _common.as_array(x)
     except (TypeError, RuntimeError, BufferError) as exc:
         raise TypeError(f"{name} cannot be read as a numpy array ({exc}); a PyTorch tensor of "
                         "bfloat16 or float8 can be passed as its bit patterns, "
@@ -317,45 +299,48 @@ class Tally:
         self._max_flat: int | None = None
 
     def add(self, a: np.ndarray, b: np.ndarray, offset: int) -> None:
-        """Count the pairs ``a[i], b[i]`` (code arrays), elements ``offset + i``."""
+        """Count the pairs ``a[i], b[i]`` (code arrays of the format's code
+        type), elements ``offset + i``.  Identical pairs only need counting
+        (distance 0 unless NaN); the rest, usually few, are classified."""
         r, fmt = self.report, self.report.fmt
         n = a.size
         r.total += n
-        a = a.astype(np.uint64, copy=False)
-        b = b.astype(np.uint64, copy=False)
         same = a == b
         n_same = int(np.count_nonzero(same))
         r.exact += n_same
+        numeric = ~_ulp.nans(a, fmt)
+        if n_same < n:
+            at = np.flatnonzero(~same)
+            a, b = a[at], b[at]
+            nan_a, inf_a, zero_a = _ulp.kinds(a, fmt)
+            nan_b, inf_b, zero_b = _ulp.kinds(b, fmt)
+            numeric[at] = ~(nan_a | nan_b)
+        r.bins[0] += int(np.count_nonzero(numeric & same))
         if n_same == n:
-            numeric = ~_ulp.nan_mask(a, fmt)
-            r.bins[0] += int(np.count_nonzero(numeric))
             if self._max_flat is None and numeric.any():
                 self._note_max(0, offset + int(np.argmax(numeric)))
             return
-        nan_a, nan_b = _ulp.nan_mask(a, fmt), _ulp.nan_mask(b, fmt)
+
         any_nan = nan_a | nan_b
         d = _ulp.distance(a, b, fmt)
-        numeric = ~any_nan
-        bins = np.searchsorted(_BIN_EDGES, d[numeric], side="right")
-        counts = np.bincount(bins, minlength=65)
+        counts = np.bincount(np.searchsorted(_BIN_EDGES, d[~any_nan], side="right"),
+                             minlength=65)
         for k in np.flatnonzero(counts):
             r.bins[k] += int(counts[k])
-        where = np.flatnonzero(numeric)
-        if where.size:
-            i = int(where[np.argmax(d[where])])
-            self._note_max(int(d[i]), offset + i)
+        top = int(d[~any_nan].max()) if (~any_nan).any() else 0
+        if top:  # the first differing pair at the largest distance
+            self._note_max(top, offset + int(at[np.argmax(np.where(any_nan, 0, d) == top)]))
+        elif self._max_flat is None and numeric.any():
+            self._note_max(0, offset + int(np.argmax(numeric)))
 
-        differ = ~same
-        nan_bad = differ & (nan_a != nan_b)
+        nan_bad = nan_a != nan_b
         if r.nan == "exact":
-            nan_bad |= differ & nan_a & nan_b
-        inf_a, inf_b = _ulp.inf_mask(a, fmt), _ulp.inf_mask(b, fmt)
-        inf_bad = differ & numeric & (inf_a | inf_b)
-        zero_pair = differ & _ulp.zero_mask(a, fmt) & _ulp.zero_mask(b, fmt)
-        zero_bad = zero_pair if r.signed_zero else np.zeros_like(zero_pair)
+            nan_bad |= nan_a & nan_b
+        inf_bad = ~any_nan & (inf_a | inf_b)
+        zero_bad = zero_a & zero_b if r.signed_zero else np.zeros(a.shape, bool)
         # Distances are below 2**64: a larger tolerance accepts them all.
         limit = np.uint64(min(r.max_ulp_allowed, (1 << 64) - 1))
-        ulp_bad = differ & numeric & ~(inf_a | inf_b) & (d > limit)
+        ulp_bad = ~any_nan & ~(inf_a | inf_b) & (d > limit)
         bad = nan_bad | inf_bad | zero_bad | ulp_bad
         n_bad = int(np.count_nonzero(bad))
         r.nan_mismatch += int(np.count_nonzero(nan_bad))
@@ -365,12 +350,11 @@ class Tally:
         r.beyond_tolerance += n_bad
         r.within_tolerance += n - n_same - n_bad
         room = r.offender_limit - len(r.offenders)
-        if n_bad and room > 0:
-            for i in np.flatnonzero(bad)[:room]:
-                kind = ("nan" if nan_bad[i] else "inf" if inf_bad[i]
-                        else "signed_zero" if zero_bad[i] else "ulp")
-                self._offend(offset + int(i), kind, None if any_nan[i] else int(d[i]),
-                             int(a[i]), int(b[i]))
+        for i in np.flatnonzero(bad)[:max(room, 0)]:
+            kind = ("nan" if nan_bad[i] else "inf" if inf_bad[i]
+                    else "signed_zero" if zero_bad[i] else "ulp")
+            self._offend(offset + int(at[i]), kind, None if any_nan[i] else int(d[i]),
+                         int(a[i]), int(b[i]))
 
     def _note_max(self, dist: int, flat: int) -> None:
         r = self.report

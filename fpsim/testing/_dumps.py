@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
+from ..array import _common
 from ..formats import Format
 
 BYTEORDERS = {"little": "<", "big": ">"}
@@ -113,15 +114,10 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 def codes_of(a: np.ndarray, fmt: Format, label: str) -> Any:
     """A dump's array as codes of ``fmt`` (value arrays must be ``fmt``'s dtype)."""
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.kind in "iu":
-        if a.size and (int(a.max()) >> fmt.width or (a.dtype.kind == "i" and int(a.min()) < 0)):
-            raise DumpError(f"{label} has codes out of range for {fmt.name}: accepted 0..0x"
-                            f"{(1 << fmt.width) - 1:x}")
-        return a
-    vd = _array.value_dtype(fmt)
-    if a.dtype != vd:
-        raise DumpError(f"{label} holds {a.dtype} values, not {fmt.name} ({vd}): convert it, "
-                        "or pass the format it holds with --fmt")
-    return a.view(_array.code_dtype(fmt))
+        _common.check_codes(a, fmt, label)
+    elif a.dtype.newbyteorder("=") != _array.value_dtype(fmt):
+        raise DumpError(f"{label} holds {a.dtype} values, not {fmt.name} "
+                        f"({_array.value_dtype(fmt)}): convert it, or pass the format it holds "
+                        "with --fmt")
+    return _common.raw_codes(a, fmt, check=False)

@@ -15,44 +15,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import Format, Specials
+from ..array._kernel import specials
+from ..formats import Format
 from ..formats import format as _lookup
 
 U64 = np.uint64
 
 
-def nan_mask(codes: np.ndarray, fmt: Format) -> np.ndarray:
-    """Which of ``codes`` (unsigned integers) are NaNs of ``fmt``."""
-    sp = fmt.specials
-    if sp is Specials.IEEE:
-        return (codes & codes.dtype.type(fmt.magnitude_mask)) > fmt.inf_code
-    if sp is Specials.FN:
-        mask = codes.dtype.type(fmt.magnitude_mask)
-        return (codes & mask) == mask
-    if sp is Specials.FNUZ:
-        return codes == fmt.sign_bit
-    return np.zeros(codes.shape, bool)
+def nans(codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """Which of the unsigned ``codes`` are NaNs of ``fmt``."""
+    return specials(fmt, codes, codes & codes.dtype.type(fmt.magnitude_mask))[0]
 
 
-def inf_mask(codes: np.ndarray, fmt: Format) -> np.ndarray:
-    """Which of ``codes`` are ±infinity of ``fmt``."""
-    if not fmt.has_inf:
-        return np.zeros(codes.shape, bool)
-    return (codes & codes.dtype.type(fmt.magnitude_mask)) == fmt.inf_code
-
-
-def zero_mask(codes: np.ndarray, fmt: Format) -> np.ndarray:
-    """Which of ``codes`` are ±0 of ``fmt``."""
+def kinds(codes: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(is_nan, is_inf, is_zero)`` of unsigned ``codes`` of ``fmt``: the
+    array engine's classification of special codes, and the zeros (±0,
+    where the format has them) among the rest."""
+    mag = codes & codes.dtype.type(fmt.magnitude_mask)
+    is_nan, is_inf = specials(fmt, codes, mag)
     if not fmt.has_zero:
-        return np.zeros(codes.shape, bool)
-    if fmt.specials is Specials.FNUZ:  # the negative-zero code is the NaN
-        return codes == 0
-    return (codes & codes.dtype.type(fmt.magnitude_mask)) == 0
+        return is_nan, is_inf, np.zeros(codes.shape, bool)
+    return is_nan, is_inf, (mag == 0) & ~is_nan  # FNUZ: the "-0" code is the NaN
 
 
 def distance(a: np.ndarray, b: np.ndarray, fmt: Format) -> np.ndarray:
     """The ULP distance between codes ``a`` and ``b`` of ``fmt`` as uint64
-    (meaningless where either is a NaN: mask those with :func:`nan_mask`).
+    (meaningless where either is a NaN: mask those with :func:`kinds`).
 
     Magnitudes stay below 2**63 for formats up to 64 bits, so a sum across
     zero fits uint64 and nothing wraps."""
