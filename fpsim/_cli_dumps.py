@@ -12,7 +12,7 @@ from typing import Any
 
 from .formats import Format
 from .formats import format as _lookup
-from .testing import _compare, _dumps, _reference
+from .testing import _compare, _dumps, _reference, _schedulers
 
 
 def _format(name: str | None, option: str = "--fmt") -> Format | None:
@@ -44,10 +44,20 @@ def diff(args: argparse.Namespace) -> int:
                              f"EXPECTED {args.expected} is {expected.shape}")
         # a raw dump (flat) against a .npy file: compare in flat order
         actual, expected = actual.reshape(-1), expected.reshape(-1)
-    report = _compare.run(actual, expected, fmt, max_ulp=args.max_ulp, nan=args.nan,
-                          signed_zero=not args.ignore_zero_sign, offenders=args.offenders,
-                          labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
-                          hint="give --fmt")
+    options = dict(max_ulp=args.max_ulp, nan=args.nan, signed_zero=not args.ignore_zero_sign,
+                   offenders=args.offenders,
+                   labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
+                   hint="give --fmt")
+    if args.scheduler is None:
+        report = _compare.run(actual, expected, fmt, **options)
+    else:
+        refs = (_dumps.ref(actual, f"ACTUAL {args.actual}"),
+                _dumps.ref(expected, f"EXPECTED {args.expected}"))
+        work = _schedulers.runner(args.scheduler, args.workers, args.timeout)
+        try:
+            report = _compare.run_files(*refs, actual.shape, fmt, work, **options)
+        finally:
+            work.close()
     print(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return 0 if report.ok else 1
 

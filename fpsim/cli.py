@@ -6,10 +6,15 @@ Usage::
     python -m fpsim explain --bits 0x3C00 --fmt fp16
     python -m fpsim formats [--json]
     python -m fpsim diff ACTUAL EXPECTED [--fmt FMT] [--max-ulp N] [--json] [--byteorder ORDER]
+                         [--scheduler local|processes|ADDRESS]
     python -m fpsim ref OP --fmt FMT IN [IN ...] OUT [--shape MxK ...] [--accumulate FMT] ...
     python -m fpsim vectors [--out DIR] [--check]
+    python -m fpsim sweep OP --fmt FMT --against MODULE:FUNCTION [--scheduler local|ADDRESS]
+                         [--sample FRACTION] [--specials V,...] [--progress-file F] [--json]
 
-``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not.
+``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not;
+``sweep`` likewise for the candidate kernel, and 130 when interrupted
+before a mismatch was found.
 
 Bad input exits with status 2 and one line on stderr; never a traceback.
 """
@@ -22,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import parse
+from . import _cli_sweep, parse
 from .explain import explain, explain_bits, render
 from .formats import Format, formats
 from .modes import ROUNDING_NAMES
@@ -43,7 +48,8 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m fpsim",
                      description="Bit-exact floating-point formats: explain values, list formats.")
-    sub = parser.add_subparsers(dest="command", metavar="{explain,formats,diff,ref,vectors}",
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{explain,formats,diff,ref,vectors,sweep}",
                                 parser_class=_Parser)
     ex = sub.add_parser("explain", help="what happens to a value in a format",
                         description="Round VALUE into a format (or decode --bits) and explain "
@@ -72,6 +78,7 @@ def _build_parser() -> argparse.ArgumentParser:
     vc.add_argument("--out", default="spec/vectors", help="directory (default spec/vectors)")
     vc.add_argument("--check", action="store_true",
                     help="exit 1 unless DIR holds exactly what fpsim generates now")
+    _cli_sweep.add_command(sub)
     return parser
 
 
@@ -85,13 +92,10 @@ def _add_dump_commands(sub: Any) -> None:
     df.add_argument("expected", help="the golden dump (raw codes or .npy)")
     df.add_argument("--fmt", "--format", dest="fmt", default=None,
                     help="the format of raw dumps (and of .npy files of codes)")
-    df.add_argument("--max-ulp", type=int, default=0, help="accepted ULP distance (default 0)")
-    df.add_argument("--nan", default="any", help="any (default): any NaN matches any NaN; "
-                    "exact: NaN codes must be identical")
-    df.add_argument("--ignore-zero-sign", action="store_true", help="accept +0 against -0")
-    df.add_argument("--offenders", type=int, default=10, help="offenders listed (default 10)")
     df.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
-    df.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    _cli_sweep.tolerance_options(df)
+    _cli_sweep.scheduler_options(df, "compare the chunks on Dask (the files must be readable "
+                                     "where the workers run)")
     rf = sub.add_parser(
         "ref", help="write the golden output of a reference operator",
         description="Compute OP on the input dumps with declared numerics and write the golden "
@@ -137,13 +141,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cli_dumps.diff(args) if args.command == "diff" else _cli_dumps.ref(args)
         if args.command == "vectors":
             return _vectors(args)
-        raise UsageError("missing command; accepted: explain, formats, diff, ref, vectors "
+        if args.command == "sweep":
+            return _cli_sweep.sweep(args)
+        raise UsageError("missing command; accepted: explain, formats, diff, ref, vectors, sweep "
                          "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16')")
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         print(f"fpsim: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except (ImportError, RuntimeError, ConnectionError) as exc:
+        # a candidate kernel that cannot be imported or that fails; an
+        # unreachable Dask scheduler
+        print(f"fpsim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fpsim: interrupted", file=sys.stderr)
+        return 130
     except OSError as exc:  # unreadable or unwritable files
         print(f"fpsim: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
         return 2

@@ -22,8 +22,8 @@ whatever the input size (memory-mapped files stream through).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,157 +33,17 @@ from ..array import _common
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
-from . import _ulp
+from ._report import Offender, Report
+from ._tally import Partial, Tolerance, summarize
 
 __all__ = ["Offender", "Report", "compare", "assert_bitwise_equal", "assert_ulp_close"]
 
 CHUNK = 1 << 20
 NAN_RULES = ("any", "exact")
-# Histogram bins by bit length of the distance: 0, 1, 2-3, 4-7, ..., 2**63..2**64-1.
-_BIN_EDGES = np.array([1 << k for k in range(64)], np.uint64)
 
 # Lists that a test-runner plugin pushes to collect the failing reports made
 # while a test runs (fpsim.testing.pytest_plugin).
 _collectors: list[list[Report]] = []
-
-
-@dataclass(frozen=True)
-class Offender:
-    """One element pair beyond tolerance."""
-
-    index: tuple[int, ...]
-    kind: str                  # "nan", "inf", "signed_zero" or "ulp"
-    ulp: int | None            # None where a NaN is involved
-    actual_bits: int
-    expected_bits: int
-    actual_value: str
-    expected_value: str
-    actual_fields: str
-    expected_fields: str
-    hex_digits: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": list(self.index), "kind": self.kind, "ulp": self.ulp,
-                "actual": {"bits": self.hex(self.actual_bits), "fields": self.actual_fields,
-                           "value": self.actual_value},
-                "expected": {"bits": self.hex(self.expected_bits),
-                             "fields": self.expected_fields, "value": self.expected_value}}
-
-    def hex(self, bits: int) -> str:
-        """``bits`` in hex with the format's width of digits (0x0000 in FP16)."""
-        return f"0x{bits:0{self.hex_digits}x}"
-
-
-@dataclass
-class Report:
-    """The outcome of :func:`compare`.  ``str(report)`` is a readable table;
-    :meth:`to_dict` is JSON-ready; :attr:`ok` says whether every pair is
-    within tolerance."""
-
-    fmt: Format
-    shape: tuple[int, ...]
-    max_ulp_allowed: int
-    nan: str
-    signed_zero: bool
-    total: int = 0
-    exact: int = 0
-    within_tolerance: int = 0
-    beyond_tolerance: int = 0
-    nan_mismatch: int = 0
-    inf_mismatch: int = 0
-    signed_zero_mismatch: int = 0
-    ulp_mismatch: int = 0
-    max_ulp: int = 0
-    max_ulp_index: tuple[int, ...] | None = None
-    bins: list[int] = field(default_factory=lambda: [0] * 65)
-    offenders: list[Offender] = field(default_factory=list)
-    offender_limit: int = 10
-
-    @property
-    def ok(self) -> bool:
-        """True when no pair is beyond tolerance."""
-        return self.beyond_tolerance == 0
-
-    @property
-    def histogram(self) -> list[dict[str, int]]:
-        """ULP distances of the pairs without a NaN, in power-of-two bins:
-        ``[{"min": 0, "max": 0, "count": n}, {"min": 1, "max": 1, ...},
-        {"min": 2, "max": 3, ...}, ...]``, empty bins left out."""
-        out = []
-        for k, count in enumerate(self.bins):
-            if count:
-                low = 0 if k == 0 else 1 << (k - 1)
-                high = 0 if k == 0 else (1 << k) - 1
-                out.append({"min": low, "max": high, "count": count})
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON-ready data."""
-        return {
-            "format": self.fmt.name, "shape": list(self.shape), "ok": self.ok,
-            "max_ulp_allowed": self.max_ulp_allowed, "nan": self.nan,
-            "signed_zero": self.signed_zero,
-            "total": self.total, "exact": self.exact,
-            "within_tolerance": self.within_tolerance,
-            "beyond_tolerance": self.beyond_tolerance,
-            "nan_mismatch": self.nan_mismatch, "inf_mismatch": self.inf_mismatch,
-            "signed_zero_mismatch": self.signed_zero_mismatch,
-            "ulp_mismatch": self.ulp_mismatch,
-            "max_ulp": self.max_ulp,
-            "max_ulp_index": None if self.max_ulp_index is None else list(self.max_ulp_index),
-            "histogram": self.histogram,
-            "offenders": [o.to_dict() for o in self.offenders],
-        }
-
-    def summary(self) -> str:
-        """The counts in a few lines (the message of the assertions)."""
-        verdict = "OK" if self.ok else "MISMATCH"
-        options = (f"max_ulp={self.max_ulp_allowed}, nan={self.nan}, "
-                   f"signed_zero={self.signed_zero}")
-        where = "" if self.max_ulp_index is None else f" at index {self.max_ulp_index}"
-        lines = [
-            f"fpsim compare: {verdict}: {self.fmt.name}, shape {self.shape}, {options}",
-            f"  total                {self.total:>12}",
-            f"  bit-exact            {self.exact:>12}",
-            f"  within tolerance     {self.within_tolerance:>12}",
-            f"  beyond tolerance     {self.beyond_tolerance:>12}",
-        ]
-        for label, count in (("NaN mismatch", self.nan_mismatch),
-                             ("inf mismatch", self.inf_mismatch),
-                             ("sign of zero", self.signed_zero_mismatch),
-                             ("ULP distance", self.ulp_mismatch)):
-            if count:
-                lines.append(f"    {label:<18} {count:>12}")
-        lines.append(f"  max ULP distance     {self.max_ulp:>12}{where}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        lines = [self.summary()]
-        hist = self.histogram
-        if hist:
-            cells = [(str(h["min"]) if h["min"] == h["max"] else f"{h['min']}-{h['max']}",
-                      h["count"]) for h in hist]
-            lines.append("  ULP histogram:       " + ", ".join(f"{k}: {n}" for k, n in cells))
-        if self.offenders:
-            shown = len(self.offenders)
-            more = "" if shown == self.beyond_tolerance else f" (of {self.beyond_tolerance})"
-            lines.append(f"  first {shown} offenders{more}:")
-            rows = [("index", "kind", "ulp", "actual", "expected", "actual bits (s e f)",
-                     "expected bits (s e f)")]
-            for o in self.offenders:
-                rows.append((str(o.index if len(o.index) != 1 else o.index[0]), o.kind,
-                             "-" if o.ulp is None else str(o.ulp), o.actual_value,
-                             o.expected_value, f"{o.hex(o.actual_bits)} {o.actual_fields}",
-                             f"{o.hex(o.expected_bits)} {o.expected_fields}"))
-            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-            for r in rows:
-                lines.append("    " + "  ".join(c.rjust(w) for c, w in zip(r, widths)).rstrip())
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (f"<Report {self.fmt.name} {'ok' if self.ok else 'MISMATCH'}: {self.total} total, "
-                f"{self.exact} exact, {self.within_tolerance} within, "
-                f"{self.beyond_tolerance} beyond tolerance, max {self.max_ulp} ULP>")
 
 
 # -- reading the inputs --------------------------------------------------------
@@ -287,109 +147,6 @@ def _as_array(x: Any, name: str) -> np.ndarray:
                         "fmt=") from None
 
 
-# -- the tally -------------------------------------------------------------------
-
-class Tally:
-    """Counts of element pairs, fed chunk by chunk in flat order; the
-    report it makes is the same however the input is chunked."""
-
-    def __init__(self, fmt: Format, shape: tuple[int, ...], *, max_ulp: int, nan: str,
-                 signed_zero: bool, offenders: int) -> None:
-        self.report = Report(fmt, tuple(shape), max_ulp, nan, signed_zero, offender_limit=offenders)
-        self._max_flat: int | None = None
-
-    def add(self, a: np.ndarray, b: np.ndarray, offset: int) -> None:
-        """Count the pairs ``a[i], b[i]`` (code arrays of the format's code
-        type), elements ``offset + i``.  Identical pairs only need counting
-        (distance 0 unless NaN); the rest, usually few, are classified."""
-        r, fmt = self.report, self.report.fmt
-        n = a.size
-        r.total += n
-        same = a == b
-        n_same = int(np.count_nonzero(same))
-        r.exact += n_same
-        numeric = ~_ulp.nans(a, fmt)
-        if n_same < n:
-            at = np.flatnonzero(~same)
-            a, b = a[at], b[at]
-            nan_a, inf_a, zero_a = _ulp.kinds(a, fmt)
-            nan_b, inf_b, zero_b = _ulp.kinds(b, fmt)
-            numeric[at] = ~(nan_a | nan_b)
-        r.bins[0] += int(np.count_nonzero(numeric & same))
-        if n_same == n:
-            if self._max_flat is None and numeric.any():
-                self._note_max(0, offset + int(np.argmax(numeric)))
-            return
-
-        any_nan = nan_a | nan_b
-        d = _ulp.distance(a, b, fmt)
-        counts = np.bincount(np.searchsorted(_BIN_EDGES, d[~any_nan], side="right"),
-                             minlength=65)
-        for k in np.flatnonzero(counts):
-            r.bins[k] += int(counts[k])
-        top = int(d[~any_nan].max()) if (~any_nan).any() else 0
-        if top:  # the first differing pair at the largest distance
-            self._note_max(top, offset + int(at[np.argmax(np.where(any_nan, 0, d) == top)]))
-        elif self._max_flat is None and numeric.any():
-            self._note_max(0, offset + int(np.argmax(numeric)))
-
-        nan_bad = nan_a != nan_b
-        if r.nan == "exact":
-            nan_bad |= nan_a & nan_b
-        inf_bad = ~any_nan & (inf_a | inf_b)
-        zero_bad = zero_a & zero_b if r.signed_zero else np.zeros(a.shape, bool)
-        # Distances are below 2**64: a larger tolerance accepts them all.
-        limit = np.uint64(min(r.max_ulp_allowed, (1 << 64) - 1))
-        ulp_bad = ~any_nan & ~(inf_a | inf_b) & (d > limit)
-        bad = nan_bad | inf_bad | zero_bad | ulp_bad
-        n_bad = int(np.count_nonzero(bad))
-        r.nan_mismatch += int(np.count_nonzero(nan_bad))
-        r.inf_mismatch += int(np.count_nonzero(inf_bad))
-        r.signed_zero_mismatch += int(np.count_nonzero(zero_bad))
-        r.ulp_mismatch += int(np.count_nonzero(ulp_bad))
-        r.beyond_tolerance += n_bad
-        r.within_tolerance += n - n_same - n_bad
-        room = r.offender_limit - len(r.offenders)
-        for i in np.flatnonzero(bad)[:max(room, 0)]:
-            kind = ("nan" if nan_bad[i] else "inf" if inf_bad[i]
-                    else "signed_zero" if zero_bad[i] else "ulp")
-            self._offend(offset + int(at[i]), kind, None if any_nan[i] else int(d[i]),
-                         int(a[i]), int(b[i]))
-
-    def _note_max(self, dist: int, flat: int) -> None:
-        r = self.report
-        if self._max_flat is None or dist > r.max_ulp:
-            r.max_ulp, self._max_flat = dist, flat
-            r.max_ulp_index = self._index(flat)
-
-    def _index(self, flat: int) -> tuple[int, ...]:
-        shape = self.report.shape
-        if not shape:
-            return ()
-        return tuple(int(i) for i in np.unravel_index(flat, shape))
-
-    def _offend(self, flat: int, kind: str, ulp: int | None, a: int, b: int) -> None:
-        fmt = self.report.fmt
-        self.report.offenders.append(Offender(
-            self._index(flat), kind, ulp, a, b, _value_text(a, fmt), _value_text(b, fmt),
-            _fields_text(a, fmt), _fields_text(b, fmt), -(-fmt.width // 4)))
-
-
-def _value_text(code: int, fmt: Format) -> str:
-    if fmt.width <= 32 or _array.value_dtype(fmt) is not None:
-        return repr(float(_array.decode(np.array([code], _array.code_dtype(fmt)), fmt)[0]))
-    return str(fmt.from_bits(code).value)  # wide formats without a numpy dtype
-
-
-def _fields_text(code: int, fmt: Format) -> str:
-    s, e, f = fmt.fields(code)
-    parts = [str(s)] if fmt.signed else []
-    parts.append(format(e, f"0{fmt.exponent_bits}b"))
-    if fmt.mantissa_bits:
-        parts.append(format(f, f"0{fmt.mantissa_bits}b"))
-    return " ".join(parts)
-
-
 def _chunks(size: int, chunk: int) -> Iterator[tuple[int, int]]:
     for start in range(0, size, chunk):
         yield start, min(start + chunk, size)
@@ -457,16 +214,110 @@ def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int, n
     as the caller's users know them (the command line's file names and
     ``--fmt``)."""
     _check_options(max_ulp, nan, signed_zero, offenders)
-    f, shape, a, b = _sources(actual, expected, fmt, labels, hint)
-    tally = Tally(f, shape, max_ulp=int(max_ulp), nan=nan, signed_zero=bool(signed_zero),
-                  offenders=int(offenders))
-    for start, stop in _chunks(a.size, CHUNK):
-        tally.add(a.read(start, stop), b.read(start, stop), start)
-    report = tally.report
+    tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
+    if _is_dask(actual) or _is_dask(expected):
+        report = _dask_report(actual, expected, fmt, tol, labels, hint)
+    else:
+        f, shape, a, b = _sources(actual, expected, fmt, labels, hint)
+        tally = Partial()
+        for start, stop in _chunks(a.size, CHUNK):
+            tally.merge(summarize(a.read(start, stop), b.read(start, stop), f, tol, start),
+                        tol.offenders)
+        report = tally.report(f, shape, tol)
+    _collect(report)
+    return report
+
+
+def _collect(report: Report) -> None:
     if not report.ok:
         for collector in _collectors:
             collector.append(report)
+
+
+# -- in parallel: Dask arrays, and dumps on disk chunk by chunk ---------------------------------
+
+def _is_dask(x: Any) -> bool:
+    return hasattr(x, "__dask_graph__") and hasattr(x, "blocks")
+
+
+def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tolerance,
+                 labels: tuple[str, str], hint: str) -> Report:
+    """Compare Dask arrays block by block, each block a task on the Dask
+    scheduler in use (threads by default, or the active ``distributed``
+    client): the blocks' partial tallies, ranked by flat index, merge into
+    the report one pass over the data would give."""
+    import dask
+    import dask.array as da
+
+    a, b = (x if _is_dask(x) else da.from_array(x, chunks=CHUNK if np.ndim(x) == 1 else "auto")
+            for x in (actual, expected))
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
+    f = _resolve_format(a, b, fmt, labels, hint)
+    if a.ndim == 0:
+        a, b = a.reshape(1), b.reshape(1)
+    b = b.rechunk(a.chunks)
+    starts = [np.cumsum((0,) + c[:-1]) for c in a.chunks]
+    block = dask.delayed(_block_partial, pure=True)
+    tasks = [block(a.blocks[i], b.blocks[i], tuple(int(s[k]) for s, k in zip(starts, i)),
+                   a.shape, f, tol, labels, hint)
+             for i in np.ndindex(*a.numblocks)]
+    tally = Partial()
+    for p in dask.compute(*tasks):
+        tally.merge(p, tol.offenders)
+    return tally.report(f, tuple(int(n) for n in actual.shape), tol)
+
+
+def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
+                   shape: tuple[int, ...], fmt: Format, tol: Tolerance,
+                   labels: tuple[str, str], hint: str) -> Partial:
+    """The tally of one block whose first element is at ``origin``."""
+    sources = [_Source(label, np.asarray(x), fmt, hint) for label, x in zip(labels, (a, b))]
+    grid = np.indices(np.shape(a)).reshape(len(shape), -1)
+    flat = np.ravel_multi_index(tuple(g + o for g, o in zip(grid, origin)), shape)
+    tally = Partial()
+    for start, stop in _chunks(sources[0].size, CHUNK):
+        tally.merge(summarize(sources[0].read(start, stop), sources[1].read(start, stop), fmt,
+                              tol, flat[start:stop]), tol.offenders)
+    return tally
+
+
+def run_files(actual: tuple[str, int, str, int], expected: tuple[str, int, str, int],
+              shape: tuple[int, ...], fmt: Format | None, runner: Any, *, max_ulp: int,
+              nan: str, signed_zero: bool, offenders: int, labels: tuple[str, str],
+              hint: str) -> Report:
+    """:func:`run` on two dumps on disk, each given as ``(path, byte offset,
+    dtype, element count)``, chunk by chunk on ``runner`` (see
+    :mod:`fpsim.testing._schedulers`): each chunk maps its slice of both
+    files where it runs, so the files must be readable there."""
+    _check_options(max_ulp, nan, signed_zero, offenders)
+    tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
+    a, b = (_mapped(ref) for ref in (actual, expected))
+    f = _resolve_format(a, b, fmt, labels, hint)
+    _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)  # reject bad dtypes here
+    job = functools.partial(_file_partial, actual, expected, f, tol, labels, hint)
+    tally = Partial()
+    for _, p in runner.map(job, _chunks(a.size, CHUNK)):
+        tally.merge(p, tol.offenders)
+    report = tally.report(f, shape, tol)
+    _collect(report)
     return report
+
+
+def _mapped(ref: tuple[str, int, str, int]) -> np.ndarray:
+    path, offset, dtype, count = ref
+    if count == 0:
+        return np.zeros(0, np.dtype(dtype))
+    return np.memmap(path, dtype=np.dtype(dtype), mode="r", offset=offset, shape=(count,))
+
+
+def _file_partial(actual: tuple[str, int, str, int], expected: tuple[str, int, str, int],
+                  fmt: Format, tol: Tolerance, labels: tuple[str, str], hint: str,
+                  span: tuple[int, int]) -> Partial:
+    start, stop = span
+    a, b = (_Source(label, _mapped(ref), fmt, hint) for label, ref in
+            zip(labels, (actual, expected)))
+    return summarize(a.read(start, stop), b.read(start, stop), fmt, tol, start)
 
 
 def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = None, *,

@@ -100,6 +100,17 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
         out.write(memoryview(data).cast("B"))
 
 
+def ref(a: np.ndarray, label: str) -> tuple[str, int, str, int]:
+    """``(path, byte offset, dtype, element count)`` of a dump read by
+    :func:`read`: what a task elsewhere needs to map it again."""
+    if a.size == 0:
+        return ("", 0, a.dtype.str, 0)
+    if not isinstance(a, np.memmap) or a.filename is None or not a.flags.c_contiguous:
+        raise DumpError(f"{label} is not a C-ordered file on disk; compare it without "
+                        "--scheduler")
+    return (a.filename, int(a.offset), a.dtype.str, int(a.size))
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"64x128"`` (or ``"64,128"``) as ``(64, 128)``."""
     parts = text.replace(",", "x").split("x")

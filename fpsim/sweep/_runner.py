@@ -1,0 +1,232 @@
+"""Running a sweep: checking its inputs, scheduling its chunks, saving and
+resuming its progress, and stopping cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import array as _array
+from ..context import Context
+from ..formats import Format
+from ..formats import format as _lookup
+from ..modes import Rounding
+from ..testing._compare import _check_options
+from ..testing._schedulers import runner
+from ..testing._tally import Partial, Tolerance
+from . import _candidate, _progress
+from ._result import SweepReport
+from ._space import MAX_CHUNK, Space
+from ._task import DEFAULT_CHUNK, OPS, Spec, evaluate
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What :func:`run` tells its ``on_progress`` callback after each chunk."""
+
+    done: int          # tuples done, resumed ones included
+    size: int          # tuples in the space
+    chunks_done: int
+    chunks: int
+    elapsed: float     # seconds in this run
+    rate: float        # tuples per second in this run
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at this run's rate (None before any rate is known)."""
+        return (self.size - self.done) / self.rate if self.rate > 0 else None
+
+
+def _settings(ctx: Context | None, rounding: Any) -> tuple[tuple[str, Any], ...]:
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"ctx must be a fpsim.Context, got {type(ctx).__name__}")
+    ctx = Context() if ctx is None else ctx.copy()
+    if rounding is not None:
+        ctx.rounding = rounding
+    if ctx.rounding is Rounding.SR:
+        raise ValueError("a sweep needs a deterministic rounding mode (rne, rna, rtz, rup, "
+                         "rdn, rto): stochastic rounding draws bits the candidate cannot share")
+    return (("rounding", ctx.rounding.value), ("saturate", ctx.saturate), ("ftz", ctx.ftz),
+            ("daz", ctx.daz), ("tininess", ctx.tininess.value), ("nan", ctx.nan.name))
+
+
+def _special_codes(values: Iterable[Any], fmt: Format) -> tuple[int, ...]:
+    """Codes of the special values: strings ``0x...`` are codes, anything
+    else a value the format must hold exactly (``"nan"`` is the format's
+    default NaN; give other NaN codes in hex)."""
+    if isinstance(values, (str, bytes)):
+        values = [v for v in str(values).split(",") if v.strip()]
+    codes = set()
+    for v in values:
+        if isinstance(v, str) and v.strip().lower().startswith("0x"):
+            try:
+                codes.add(fmt.check_code(int(v.strip(), 16)))
+            except ValueError as exc:
+                raise ValueError(f"special code {v.strip()!r}: {exc}") from None
+            continue
+        ctx = Context()
+        try:
+            x = fmt.round(v.strip() if isinstance(v, str) else v, ctx)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"special value {v!r}: {exc}") from None
+        if ctx.flags or (x.is_nan and not (isinstance(v, str) and "nan" in v.lower())):
+            raise ValueError(f"special value {v!r} is not a value of {fmt.name} (it rounds "
+                             f"to {x}); give values the format holds, or codes as 0x...")
+        codes.add(x.bits)
+    if not codes:
+        raise ValueError("specials: give at least one value or code")
+    return tuple(sorted(codes))
+
+
+def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
+         rounding: Any = None, sample: float | None = None, seed: int = 0,
+         specials: Any = None, chunk_size: int = DEFAULT_CHUNK, max_ulp: int = 0,
+         nan: str = "any", signed_zero: bool = True, offenders: int = 10) -> Spec:
+    """Check a sweep's definition and return its :class:`Spec` (what
+    :func:`run` does first; bad input raises here, before any work)."""
+    if op not in OPS:
+        raise ValueError(f"unknown operation {op!r}; a sweep runs: {', '.join(OPS)}")
+    fmt = _lookup(fmt)
+    if fmt.width > 32:
+        raise ValueError(f"{fmt.name} is {fmt.width} bits wide; sweeps run the array engine, "
+                         "for formats of at most 32 bits")
+    _check_options(max_ulp, nan, signed_zero, offenders)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) \
+            or not 1 <= chunk_size <= MAX_CHUNK:
+        raise ValueError(f"chunk_size must be an int from 1 to {MAX_CHUNK}, got {chunk_size!r}")
+    if sample is not None and specials is not None:
+        raise ValueError("give sample or specials, not both")
+    arity = OPS[op]
+    if sample is not None:
+        if isinstance(sample, bool) or not isinstance(sample, (int, float)) \
+                or not 0 < sample <= 1:
+            raise ValueError(f"sample must be a fraction in (0, 1], got {sample!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {seed!r}")
+        space = Space(fmt, arity, "sample", fraction=float(sample), seed=seed)
+    elif specials is not None:
+        space = Space(fmt, arity, "specials", specials=_special_codes(specials, fmt))
+    else:
+        space = Space(fmt, arity)
+    settings = _settings(ctx, rounding)
+    _candidate.resolve(against)  # fails here if it cannot be imported
+    tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
+    spec = Spec(op, space, settings, against, chunk_size, tol)
+    _probe(spec)
+    return spec
+
+
+def _probe(spec: Spec) -> None:
+    """Call the candidate and the golden model on a few tuples, so that a
+    candidate of the wrong kind fails at once with a clear message."""
+    fmt = spec.fmt
+    codes, _ = spec.space.take(0, min(4, spec.space.size))
+    narrow = [c.astype(_array.code_dtype(fmt)) for c in codes]
+    _candidate.call(spec.candidate, narrow, fmt)
+
+
+def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
+        rounding: Any = None, sample: float | None = None, seed: int = 0,
+        specials: Any = None, scheduler: Any = None, workers: int | None = None,
+        timeout: float = 10.0, chunk_size: int = DEFAULT_CHUNK,
+        progress_file: str | None = None, save_every: float = 5.0, max_ulp: int = 0,
+        nan: str = "any", signed_zero: bool = True, offenders: int = 10,
+        on_progress: Callable[[Progress], None] | None = None) -> SweepReport:
+    """Sweep an input space of ``op`` in ``fmt``: the candidate ``against``
+    against the golden model, chunk by chunk.
+
+    Parameters
+    ----------
+    op:
+        ``add``, ``sub``, ``mul``, ``div`` (all pairs), ``fma`` (all
+        triples) or ``sqrt`` (all codes), computed by :mod:`fpsim.array`.
+    fmt:
+        A format of at most 32 bits.
+    against:
+        The candidate: a callable on numpy arrays, or its name
+        ``"module:function"`` (see :mod:`fpsim.sweep`).
+    ctx, rounding:
+        The golden model's context (default ``Context()``), and a rounding
+        mode to set in it.
+    sample, seed:
+        Sweep a deterministic stratified sample of this fraction of the
+        tuples instead of all of them.
+    specials:
+        Sweep only the tuples with at least one operand among these values
+        (strings ``"0x.."`` are codes; a comma-separated string is split).
+    scheduler, workers, timeout:
+        None: in this process.  ``"local"`` (or ``"threads"``) and
+        ``"processes"``: Dask's local scheduler with ``workers`` workers
+        (default: the CPU count).  A scheduler address
+        (``"tcp://host:8786"``) or a ``distributed.Client``: that cluster,
+        reached within ``timeout`` seconds.
+    chunk_size:
+        Tuples per chunk (the unit of work, of progress and of resuming).
+    progress_file:
+        Save progress there (every ``save_every`` seconds, and when the
+        sweep ends or is interrupted); if the file exists, resume from it.
+    max_ulp, nan, signed_zero, offenders:
+        The tolerance, as :func:`fpsim.testing.compare` takes it.
+    on_progress:
+        Called with a :class:`Progress` after every chunk.
+
+    Returns a :class:`SweepReport`.  Ctrl-C (KeyboardInterrupt) stops the
+    sweep: the report then covers the chunks done, with ``interrupted``
+    set, and the progress file is saved.
+
+    >>> import numpy as np, ml_dtypes
+    >>> from fpsim import sweep
+    >>> def add_e5m2(a, b):      # through float32, where E5M2 sums are exact
+    ...     return (a.astype(np.float32) + b.astype(np.float32)).astype(ml_dtypes.float8_e5m2)
+    >>> r = sweep.run("add", "e5m2", add_e5m2)
+    >>> r.ok, r.done, r.report.beyond_tolerance
+    (True, 65536, 0)
+    """
+    spec = plan(op, fmt, against, ctx=ctx, rounding=rounding, sample=sample, seed=seed,
+                specials=specials, chunk_size=chunk_size, max_ulp=max_ulp, nan=nan,
+                signed_zero=signed_zero, offenders=offenders)
+    described = spec.describe()
+    chunks = spec.chunks
+    done: set[int] = set()
+    partial = Partial()
+    if progress_file is not None:
+        state = _progress.load(progress_file, described, chunks)
+        if state is not None:
+            done, partial = state
+    resumed = _count(spec, done)
+    done_tuples = resumed
+    work = runner(scheduler, workers, timeout)
+    start = last_save = time.monotonic()
+    interrupted = False
+    try:
+        todo = (c for c in range(chunks) if c not in done)
+        for c, p in work.map(functools.partial(evaluate, spec), todo):
+            partial.merge(p, spec.tol.offenders)
+            done.add(c)
+            done_tuples += p.counts["total"]
+            now = time.monotonic()
+            if progress_file is not None and now - last_save >= save_every:
+                _progress.save(progress_file, described, chunks, done, partial)
+                last_save = now
+            if on_progress is not None:
+                elapsed = now - start
+                rate = (done_tuples - resumed) / elapsed if elapsed > 0 else 0.0
+                on_progress(Progress(done_tuples, spec.space.size, len(done), chunks,
+                                     elapsed, rate))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        work.close()
+        if progress_file is not None:
+            _progress.save(progress_file, described, chunks, done, partial)
+    return SweepReport(described, partial.report(spec.fmt, spec.space.shape, spec.tol),
+                       spec.space.size, done_tuples, chunks, len(done), interrupted, work.name,
+                       time.monotonic() - start, resumed)
+
+
+def _count(spec: Spec, done: set[int]) -> int:
+    """Tuples in the chunks ``done``."""
+    return sum(b - a for a, b in (spec.bounds(c) for c in done))

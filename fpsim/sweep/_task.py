@@ -1,0 +1,85 @@
+"""One sweep's definition and the work of one chunk.
+
+A :class:`Spec` is small and picklable: it travels to every worker (thread,
+process or Dask worker), which rebuilds the chunk's operands from its rank
+range, runs the golden model (:mod:`fpsim.array`) and the candidate on them,
+and returns the chunk's :class:`~fpsim.testing._tally.Partial`.
+
+Memory per chunk of ``C`` elements: the operands (8 bytes each per operand
+while being made, then the code width), the flat indices (8 bytes), both
+results (the code width each) and the candidate's own temporaries; the
+golden model works in slices of :data:`fpsim.array.DEFAULT_CHUNK` elements
+whatever ``C`` (at most ~20 MiB); the comparison adds a few bytes per
+element.  benchmarks/bench_sweep.py measures it (about 37 bytes per
+element for FP16 add: 37 MiB for the default chunk of 2**20).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import array as _array
+from ..context import Context
+from ..formats import Format
+from ..testing._tally import Partial, Tolerance, summarize
+from . import _candidate
+from ._space import Space
+
+# name: arity (the array engine's operations on one format)
+OPS = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1}
+DEFAULT_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a sweep computes: ``op`` in ``space.fmt`` under the context
+    ``settings``, the candidate, the chunking and the tolerance."""
+
+    op: str
+    space: Space
+    settings: tuple[tuple[str, Any], ...]   # Context keyword arguments
+    candidate: Any                          # a callable or its 'module:function' name
+    chunk_size: int
+    tol: Tolerance
+
+    @property
+    def fmt(self) -> Format:
+        """The format swept."""
+        return self.space.fmt
+
+    @property
+    def chunks(self) -> int:
+        """How many chunks the space is cut into."""
+        return -(-self.space.size // self.chunk_size)
+
+    def bounds(self, chunk: int) -> tuple[int, int]:
+        """The rank range of ``chunk``."""
+        start = chunk * self.chunk_size
+        return start, min(start + self.chunk_size, self.space.size)
+
+    def context(self) -> Context:
+        """A fresh context of the sweep's settings."""
+        return Context(**dict(self.settings))
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that decides the report, JSON-ready: a resumed sweep
+        must have the same (the scheduler may differ)."""
+        return {"op": self.op, "space": self.space.describe(),
+                "context": dict(self.settings),
+                "candidate": _candidate.name_of(self.candidate),
+                "chunk_size": self.chunk_size,
+                "tolerance": {"max_ulp": self.tol.max_ulp, "nan": self.tol.nan,
+                              "signed_zero": self.tol.signed_zero,
+                              "offenders": self.tol.offenders}}
+
+
+def evaluate(spec: Spec, chunk: int) -> Partial:
+    """The partial tally of one chunk: candidate against golden model."""
+    r0, r1 = spec.bounds(chunk)
+    fmt = spec.fmt
+    codes, flat = spec.space.take(r0, r1)
+    narrow = [c.astype(_array.code_dtype(fmt)) for c in codes]
+    expected = getattr(_array, spec.op)(*narrow, spec.context(), fmt=fmt)
+    actual = _candidate.call(spec.candidate, narrow, fmt)
+    return summarize(actual, expected, fmt, spec.tol, r0, flat)
