@@ -42,7 +42,8 @@ def add_command(sub: Any) -> None:
                     help="sweep a deterministic sample of this fraction of the tuples")
     sw.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     sw.add_argument("--specials", default=None, metavar="V,V,...",
-                    help="sweep only tuples holding one of these values (0x.. for codes)")
+                    help="sweep only tuples holding one of these values (0x.. for codes; "
+                         "write --specials=-inf,... when the list starts with a minus)")
     scheduler_options(sw, "run the chunks on Dask")
     sw.add_argument("--chunk-size", type=int, default=None,
                     help="tuples per chunk (default 1048576)")
@@ -123,7 +124,8 @@ def sweep(args: argparse.Namespace) -> int:
         report = _sweep.run(
             args.op, args.fmt, args.against, ctx=ctx, sample=args.sample, seed=args.seed,
             specials=args.specials, scheduler=args.scheduler, workers=args.workers,
-            timeout=args.timeout, chunk_size=args.chunk_size or DEFAULT_CHUNK,
+            timeout=args.timeout,
+            chunk_size=DEFAULT_CHUNK if args.chunk_size is None else args.chunk_size,
             progress_file=args.progress_file, max_ulp=args.max_ulp, nan=args.nan,
             signed_zero=not args.ignore_zero_sign, offenders=args.offenders, on_progress=bar)
     finally:

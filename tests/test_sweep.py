@@ -373,3 +373,91 @@ def test_cli_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     main(["sweep", "add", "--fmt", "e5m2", "--against", "sweep_kernels:e5m2_add",
           "--no-progress"])
     assert term.getvalue() == ""
+
+
+# -- review mends -------------------------------------------------------------------------------
+
+def test_a_ctrl_c_during_the_bookkeeping_waits_for_it(tmp_path, monkeypatch):
+    """SIGINT arriving while a chunk's tally is merged is held until the
+    tally and the list of chunks done agree, so a resume counts nothing twice."""
+    from fpsim.testing import _tally
+    path = str(tmp_path / "p.json")
+    whole = sweep.run("add", "e5m2", K.broken_e5m2_add, chunk_size=4096)
+    real_merge = _tally.Partial.merge
+    calls = []
+
+    def merge_then_interrupt(self, other, limit):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)   # arrives in the middle of the merge
+            time.sleep(0.05)
+        return real_merge(self, other, limit)
+
+    monkeypatch.setattr(_tally.Partial, "merge", merge_then_interrupt)
+    first = sweep.run("add", "e5m2", K.broken_e5m2_add, chunk_size=4096, progress_file=path)
+    monkeypatch.setattr(_tally.Partial, "merge", real_merge)
+    assert first.interrupted and first.chunks_done == 3
+    assert first.report.total == first.done == 3 * 4096
+    second = sweep.run("add", "e5m2", K.broken_e5m2_add, chunk_size=4096, progress_file=path)
+    assert second.report.to_dict() == whole.report.to_dict()
+
+
+def test_progress_file_is_written_before_any_work(tmp_path):
+    with pytest.raises(OSError):
+        sweep.run("add", "e5m2", K.e5m2_add, progress_file=str(tmp_path / "no" / "p.json"),
+                  on_progress=lambda p: pytest.fail("a chunk ran"))
+    path = tmp_path / "p.json"
+    sweep.run("add", "e5m2", K.e5m2_add, progress_file=str(path), chunk_size=1 << 15)
+    assert json.load(open(path))["done"] == [[0, 2]]
+
+
+def test_a_custom_nan_policy_is_the_golden_models(tmp_path):
+    import dataclasses
+
+    from fpsim import Context, array, nans
+    mine = dataclasses.replace(nans.policy("ieee"), prefer_signaling=False)  # same name "ieee"
+
+    def fpsim_add_mine(a, b):   # the golden model under that policy, as a candidate
+        return array.add(a, b, Context(nan=mine))
+
+    r = sweep.run("add", "fp16", fpsim_add_mine, ctx=Context(nan=mine), nan="exact",
+                  specials="nan,0x7c01,0xfd00,1", progress_file=str(tmp_path / "p.json"))
+    assert r.ok and r.report.nan_mismatch == 0
+    described = json.load(open(tmp_path / "p.json"))["spec"]["context"]["nan"]
+    assert described["prefer_signaling"] is False and described["name"] == "ieee"
+    ieee = sweep.run("add", "fp16", fpsim_add_mine, nan="exact", specials="nan,0x7c01,0xfd00,1")
+    assert ieee.report.nan_mismatch > 0   # the preset differs, and is not mistaken for it
+
+
+def test_fp32_pairs_by_sample_against_numpy_float32():
+    r = sweep.run("add", "fp32", lambda a, b: a + b, sample=1e-14, seed=5)
+    assert r.ok and r.size == round(1e-14 * 2 ** 64) and r.report.shape == (2 ** 32, 2 ** 32)
+    with pytest.raises(ValueError, match="beyond reach; sweep a sample"):
+        sweep.run("add", "fp32", lambda a, b: a + b)
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(fmt="e2m1", op="div"), ValueError, "e2m1 has no NaN, so div has no result"),
+    (dict(fmt="e3m2", op="sqrt"), ValueError, "e3m2 has no NaN, so sqrt"),
+    (dict(scheduler="local", workers=0), ValueError, "workers must be a positive int"),
+    (dict(workers=-1), ValueError, "workers must be a positive int"),
+])
+def test_more_bad_input(kwargs, exc, message):
+    args = dict(op="add", fmt="e5m2", against=K.e5m2_add)
+    args.update(kwargs)
+    with pytest.raises(exc, match=message):
+        sweep.run(args.pop("op"), args.pop("fmt"), args.pop("against"), **args)
+
+
+def test_scalar_special_and_numpy_fraction():
+    assert sweep.run("add", "e5m2", K.e5m2_add, specials=0.0).size == 256 * 2 - 1
+    assert sweep.run("add", "e5m2", K.e5m2_add, sample=np.float32(0.5)).size == 32768
+
+
+@pytest.mark.parametrize("extra, message", [(["--chunk-size", "0"], "chunk_size"),
+                                            (["--scheduler", "local", "--workers", "-1"],
+                                             "workers must be a positive int")])
+def test_cli_rejects_zero_chunks_and_workers(extra, message, capsys):
+    status, out, err = _cli(["sweep", "add", "--fmt", "e5m2", "--against",
+                             "sweep_kernels:e5m2_add", *extra], capsys)
+    assert status == 2 and message in err and err.count("\n") == 1

@@ -34,9 +34,11 @@ def cluster():
     os.environ["PYTHONPATH"] = os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as c:
-        with distributed.Client(c) as client:
+        # Not the default client: the runner must use its own (a default
+        # client would hide a runner that reaches for one).
+        with distributed.Client(c, set_as_default=False) as client:
             client.run(lambda: __import__("sys").path.insert(0, HERE))
-            yield c
+        yield c
 
 
 def _same(reports):
@@ -151,13 +153,38 @@ def test_compare_of_dask_arrays_equals_compare_of_numpy_arrays():
     flat[[5, 1000, 70_000, 209_999]] += np.uint16(3)
     flat[150_000] ^= np.uint16(0x8000)
     ref = compare(actual, expected, max_ulp=1)
+    assert ref.ulp_mismatch == 5 and ref.max_ulp_index == (214, 200)  # the sign flip
     for chunks in ((64, 128), (300, 700), (7, 700), (299, 50)):
         got = compare(da.from_array(actual, chunks=chunks),
                       da.from_array(expected, chunks=(50, 50)), max_ulp=1)
         assert got.to_dict() == ref.to_dict()
     mixed = compare(da.from_array(actual, chunks=(100, 100)), expected, max_ulp=1)
     assert mixed.to_dict() == ref.to_dict()
-    assert ref.ulp_mismatch == 5 and ref.max_ulp_index == (214, 200)  # the sign flip
+    listed = compare(actual.tolist(), da.from_array(expected, chunks=(100, 100)), "fp16",
+                     max_ulp=1)
+    assert listed.to_dict() == ref.to_dict()
+    unknown = da.from_array(expected.reshape(-1), chunks=1000)
+    unknown = unknown[unknown == unknown]   # chunk sizes unknown until computed
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        compare(unknown, unknown)
+
+
+def test_diff_on_the_cluster_through_the_command_line(tmp_path, cluster):
+    """A separate process given only the scheduler's address (no default
+    client anywhere)."""
+    import subprocess
+    import sys
+
+    e = np.arange(0, 0x7C00, dtype=np.uint16)
+    a = e.copy()
+    a[100] += 1
+    e.tofile(tmp_path / "e.bin")
+    a.tofile(tmp_path / "a.bin")
+    p = subprocess.run([sys.executable, "-m", "fpsim", "diff", str(tmp_path / "a.bin"),
+                        str(tmp_path / "e.bin"), "--fmt", "fp16", "--json", "--scheduler",
+                        cluster.scheduler_address], capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["ulp_mismatch"] == 1
 
 
 @pytest.mark.exhaustive

@@ -4,8 +4,13 @@ resuming its progress, and stopping cleanly on Ctrl-C."""
 from __future__ import annotations
 
 import functools
+import numbers
+import signal
+import threading
 import time
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +54,20 @@ def _settings(ctx: Context | None, rounding: Any) -> tuple[tuple[str, Any], ...]
     if ctx.rounding is Rounding.SR:
         raise ValueError("a sweep needs a deterministic rounding mode (rne, rna, rtz, rup, "
                          "rdn, rto): stochastic rounding draws bits the candidate cannot share")
+    # The NaN policy travels as itself (a frozen dataclass): a custom one
+    # may share a preset's name.
     return (("rounding", ctx.rounding.value), ("saturate", ctx.saturate), ("ftz", ctx.ftz),
-            ("daz", ctx.daz), ("tininess", ctx.tininess.value), ("nan", ctx.nan.name))
+            ("daz", ctx.daz), ("tininess", ctx.tininess.value), ("nan", ctx.nan))
 
 
 def _special_codes(values: Iterable[Any], fmt: Format) -> tuple[int, ...]:
     """Codes of the special values: strings ``0x...`` are codes, anything
     else a value the format must hold exactly (``"nan"`` is the format's
     default NaN; give other NaN codes in hex)."""
-    if isinstance(values, (str, bytes)):
-        values = [v for v in str(values).split(",") if v.strip()]
+    if isinstance(values, str):
+        values = [v for v in values.split(",") if v.strip()]
+    elif not isinstance(values, Iterable):
+        values = [values]
     codes = set()
     for v in values:
         if isinstance(v, str) and v.strip().lower().startswith("0x"):
@@ -99,9 +108,13 @@ def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None
         raise ValueError(f"chunk_size must be an int from 1 to {MAX_CHUNK}, got {chunk_size!r}")
     if sample is not None and specials is not None:
         raise ValueError("give sample or specials, not both")
+    if not fmt.has_nan and op in ("div", "sqrt"):
+        raise ValueError(f"{fmt.name} has no NaN, so {op} has no result for some operands "
+                         f"({'0/0' if op == 'div' else 'negative ones'}): fpsim refuses those, "
+                         "and a sweep of every tuple cannot skip them")
     arity = OPS[op]
     if sample is not None:
-        if isinstance(sample, bool) or not isinstance(sample, (int, float)) \
+        if isinstance(sample, bool) or not isinstance(sample, numbers.Real) \
                 or not 0 < sample <= 1:
             raise ValueError(f"sample must be a fraction in (0, 1], got {sample!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -196,6 +209,8 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         state = _progress.load(progress_file, described, chunks)
         if state is not None:
             done, partial = state
+        # Written before any work: an unwritable path fails now, not at the end.
+        _progress.save(progress_file, described, chunks, done, partial)
     resumed = _count(spec, done)
     done_tuples = resumed
     work = runner(scheduler, workers, timeout)
@@ -204,12 +219,13 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     try:
         todo = (c for c in range(chunks) if c not in done)
         for c, p in work.map(functools.partial(evaluate, spec), todo):
-            partial.merge(p, spec.tol.offenders)
-            done.add(c)
-            done_tuples += p.counts["total"]
+            with _interrupt_deferred():  # the tally and the chunks done change together
+                partial.merge(p, spec.tol.offenders)
+                done.add(c)
+                done_tuples += p.counts["total"]
             now = time.monotonic()
             if progress_file is not None and now - last_save >= save_every:
-                _progress.save(progress_file, described, chunks, done, partial)
+                _save(progress_file, described, chunks, done, partial)
                 last_save = now
             if on_progress is not None:
                 elapsed = now - start
@@ -221,10 +237,39 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     finally:
         work.close()
         if progress_file is not None:
-            _progress.save(progress_file, described, chunks, done, partial)
+            _save(progress_file, described, chunks, done, partial)
     return SweepReport(described, partial.report(spec.fmt, spec.space.shape, spec.tol),
                        spec.space.size, done_tuples, chunks, len(done), interrupted, work.name,
                        time.monotonic() - start, resumed)
+
+
+def _save(path: str, described: dict[str, Any], chunks: int, done: set[int],
+          partial: Partial) -> None:
+    """Save progress; a failure (a full disk) is a warning, not the loss of
+    the sweep's report."""
+    with _interrupt_deferred():
+        try:
+            _progress.save(path, described, chunks, done, partial)
+        except OSError as exc:
+            warnings.warn(f"the progress file {path} could not be saved: {exc}", stacklevel=3)
+
+
+@contextmanager
+def _interrupt_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) back until the block is done, so that state
+    which must change together does (only possible in the main thread)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    caught: list[Any] = []
+    signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _count(spec: Spec, done: set[int]) -> int:

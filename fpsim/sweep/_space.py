@@ -52,9 +52,12 @@ class Space:
         self.n = 1 << fmt.width
         self.shape = (self.n,) * arity
         self.full = self.n ** arity
-        if fmt.width * arity > 63:
-            raise ValueError(f"a sweep of {arity} {fmt.name} operand(s) has 2**"
-                             f"{fmt.width * arity} tuples, beyond what a sweep indexes (2**63)")
+        # Flat indices are uint64: up to 2**64 tuples (FP32 pairs) for a
+        # sample or specials; enumerating them all stops at 2**63.
+        if fmt.width * arity > 64 or (kind == "all" and fmt.width * arity > 63):
+            raise ValueError(f"a sweep of every tuple of {arity} {fmt.name} operand(s) "
+                             f"(2**{fmt.width * arity}) is beyond reach; sweep a sample or "
+                             "the tuples holding special values")
         self.fraction, self.seed, self.specials = fraction, seed, tuple(specials)
         if kind == "all":
             self.size = self.full
@@ -66,9 +69,9 @@ class Space:
         elif kind == "specials":
             s = len(self.specials)
             self._special = np.array(self.specials, U64)
-            others = np.ones(self.n, bool)
-            others[self._special.astype(np.int64)] = False
-            self._others = np.flatnonzero(others).astype(U64)
+            # The i-th code that is not special is i + #{j : S[j] - j <= i}
+            # (S sorted): no table of the other codes, which FP32 could not hold.
+            self._shifted = self._special - np.arange(s, dtype=U64)
             rest = self.n - s
             # One line per (position p, special s): tuples whose first special
             # operand is at p and equals s.
@@ -129,7 +132,7 @@ class Space:
         position = line // n_special
         special = self._special[line % n_special]
         codes = [np.zeros(r1 - r0, U64) for _ in range(self.arity)]
-        rest = U64(len(self._others))
+        rest = U64(self.n - n_special)
         for p in range(self.arity):
             at = np.flatnonzero(position == p)
             if not at.size:
@@ -140,6 +143,7 @@ class Space:
                 off = off // U64(self.n)
             codes[p][at] = special[at]
             for j in range(p - 1, -1, -1):  # non-special codes before it
-                codes[j][at] = self._others[(off % rest).astype(np.int64)]
+                i = off % rest
+                codes[j][at] = i + np.searchsorted(self._shifted, i, side="right").astype(U64)
                 off = off // rest
         return codes

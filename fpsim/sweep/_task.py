@@ -16,12 +16,15 @@ element for FP16 add: 37 MiB for the default chunk of 2**20).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from .. import array as _array
+from .. import nans
 from ..context import Context
 from ..formats import Format
+from ..nans import NanPolicy
 from ..testing._tally import Partial, Tolerance, summarize
 from . import _candidate
 from ._space import Space
@@ -66,12 +69,21 @@ class Spec:
         """Everything that decides the report, JSON-ready: a resumed sweep
         must have the same (the scheduler may differ)."""
         return {"op": self.op, "space": self.space.describe(),
-                "context": dict(self.settings),
+                "context": {k: _described(v) for k, v in self.settings},
                 "candidate": _candidate.name_of(self.candidate),
                 "chunk_size": self.chunk_size,
                 "tolerance": {"max_ulp": self.tol.max_ulp, "nan": self.tol.nan,
                               "signed_zero": self.tol.signed_zero,
                               "offenders": self.tol.offenders}}
+
+
+def _described(value: Any) -> Any:
+    """A setting as JSON: a NaN policy by its name if it is that preset,
+    else by all its fields."""
+    if isinstance(value, NanPolicy):
+        presets = {p.name: p for p in nans.policies()}
+        return value.name if presets.get(value.name) == value else dataclasses.asdict(value)
+    return value
 
 
 def evaluate(spec: Spec, chunk: int) -> Partial:

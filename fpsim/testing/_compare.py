@@ -249,23 +249,30 @@ def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tole
     import dask
     import dask.array as da
 
+    a, b = (x if _is_dask(x) else _as_array(x, name) for x, name in zip((actual, expected),
+                                                                        labels))
+    for x, name in zip((a, b), labels):
+        if _is_dask(x) and any(np.isnan(n) for n in x.shape):
+            raise ValueError(f"{name} is a Dask array of unknown chunk sizes (shape {x.shape}); "
+                             "call its compute_chunk_sizes() first")
     a, b = (x if _is_dask(x) else da.from_array(x, chunks=CHUNK if np.ndim(x) == 1 else "auto")
-            for x in (actual, expected))
+            for x in (a, b))
     if a.shape != b.shape:
         raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
     f = _resolve_format(a, b, fmt, labels, hint)
+    shape = tuple(int(n) for n in a.shape)
     if a.ndim == 0:
         a, b = a.reshape(1), b.reshape(1)
     b = b.rechunk(a.chunks)
     starts = [np.cumsum((0,) + c[:-1]) for c in a.chunks]
     block = dask.delayed(_block_partial, pure=True)
     tasks = [block(a.blocks[i], b.blocks[i], tuple(int(s[k]) for s, k in zip(starts, i)),
-                   a.shape, f, tol, labels, hint)
+                   tuple(int(n) for n in a.shape), f, tol, labels, hint)
              for i in np.ndindex(*a.numblocks)]
     tally = Partial()
     for p in dask.compute(*tasks):
         tally.merge(p, tol.offenders)
-    return tally.report(f, tuple(int(n) for n in actual.shape), tol)
+    return tally.report(f, shape, tol)
 
 
 def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
@@ -273,12 +280,14 @@ def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
                    labels: tuple[str, str], hint: str) -> Partial:
     """The tally of one block whose first element is at ``origin``."""
     sources = [_Source(label, np.asarray(x), fmt, hint) for label, x in zip(labels, (a, b))]
-    grid = np.indices(np.shape(a)).reshape(len(shape), -1)
-    flat = np.ravel_multi_index(tuple(g + o for g, o in zip(grid, origin)), shape)
+    block_shape = np.shape(a)
     tally = Partial()
     for start, stop in _chunks(sources[0].size, CHUNK):
+        # flat indices in the whole array, slice by slice (bounded memory)
+        where = np.unravel_index(np.arange(start, stop), block_shape)
+        flat = np.ravel_multi_index(tuple(w + o for w, o in zip(where, origin)), shape)
         tally.merge(summarize(sources[0].read(start, stop), sources[1].read(start, stop), fmt,
-                              tol, flat[start:stop]), tol.offenders)
+                              tol, flat), tol.offenders)
     return tally
 
 
@@ -299,6 +308,9 @@ def run_files(actual: tuple[str, int, str, int], expected: tuple[str, int, str, 
     tally = Partial()
     for _, p in runner.map(job, _chunks(a.size, CHUNK)):
         tally.merge(p, tol.offenders)
+    if tally.counts["total"] != a.size:
+        raise RuntimeError(f"the scheduler returned {tally.counts['total']} of {a.size} "
+                           "compared elements")
     report = tally.report(f, shape, tol)
     _collect(report)
     return report

@@ -49,7 +49,7 @@ class DaskLocal:
     def __init__(self, kind: str, workers: int | None) -> None:
         self.dask = _need("dask", f"--scheduler {kind}")
         self.kind = "threads" if kind == "local" else kind
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers if workers is not None else (os.cpu_count() or 1)
         self.name = f"dask {self.kind}, {self.workers} workers"
         self._pool = None
         if self.kind == "processes":
@@ -57,7 +57,9 @@ class DaskLocal:
             # model's tables once, not once per batch.
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(self.workers)
+            # Workers ignore SIGINT: Ctrl-C reaches the whole process group,
+            # and only this process should stop (cleanly, with its report).
+            self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         delayed = self.dask.delayed(fn, pure=True)
@@ -102,7 +104,7 @@ class Distributed:
         from distributed import as_completed
 
         todo = iter(items)
-        running = as_completed()
+        running = as_completed(loop=self.client.loop)  # this client, not a default one
         pending: dict[Any, Any] = {}
         done = object()
 
@@ -133,10 +135,19 @@ class Distributed:
             self.client.close()
 
 
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def runner(scheduler: Any, workers: int | None, timeout: float) -> Any:
     """The runner for ``scheduler``: None (in this process), ``"local"``
     (Dask threads), ``"threads"``, ``"processes"``, a scheduler address, or
     a ``distributed.Client``."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
     if scheduler is None or scheduler == "inprocess":
         return InProcess()
     if isinstance(scheduler, str):
