@@ -57,9 +57,14 @@ class DaskLocal:
             # model's tables once, not once per batch.
             from concurrent.futures import ProcessPoolExecutor
 
-            # Workers ignore SIGINT: Ctrl-C reaches the whole process group,
-            # and only this process should stop (cleanly, with its report).
-            self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
+            # Workers start fresh ("spawn"): a candidate may have set up CUDA
+            # in this process (the probe call), which a forked child cannot
+            # use.  They ignore SIGINT: Ctrl-C reaches the whole process
+            # group, and only this process should stop (with its report).
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint,
+                                             mp_context=multiprocessing.get_context("spawn"))
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         delayed = self.dask.delayed(fn, pure=True)
