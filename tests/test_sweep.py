@@ -338,10 +338,17 @@ def test_cli_ctrl_c_prints_the_partial_report(tmp_path):
            "--progress-file", progress, "--json"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_subprocess_env())
-    deadline = time.monotonic() + 120
-    while not os.path.exists(progress) and time.monotonic() < deadline:
+    def chunks_saved():
+        try:
+            return json.load(open(progress))["done"]
+        except (OSError, ValueError):  # not written yet
+            return []
+
+    # The file is written before the first chunk, then every 5 s: wait for
+    # a save with chunks done, so that the sweep is interrupted mid-way.
+    deadline = time.monotonic() + 240
+    while not chunks_saved() and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
