@@ -55,13 +55,12 @@ class DaskLocal:
         if self.kind == "processes":
             # One pool for the whole sweep: each process builds the golden
             # model's tables once, not once per batch.
-            from concurrent.futures import ProcessPoolExecutor
-
             # Workers start fresh ("spawn"): a candidate may have set up CUDA
             # in this process (the probe call), which a forked child cannot
             # use.  They ignore SIGINT: Ctrl-C reaches the whole process
             # group, and only this process should stop (with its report).
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint,
                                              mp_context=multiprocessing.get_context("spawn"))
