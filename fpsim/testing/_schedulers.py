@@ -54,16 +54,15 @@ class DaskLocal:
         self._pool = None
         if self.kind == "processes":
             # One pool for the whole sweep: each process builds the golden
-            # model's tables once, not once per batch.
-            # Workers start fresh ("spawn"): a candidate may have set up CUDA
-            # in this process (the probe call), which a forked child cannot
-            # use.  They ignore SIGINT: Ctrl-C reaches the whole process
-            # group, and only this process should stop (with its report).
-            import multiprocessing
+            # model's tables once, not once per batch.  Workers ignore
+            # SIGINT: Ctrl-C reaches the whole process group, and only this
+            # process should stop (with its report).  They start as the
+            # platform does (fork on Linux), so a script needs no
+            # ``if __name__ == "__main__"`` guard; a candidate that set up
+            # CUDA in this process cannot run in a forked child.
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint,
-                                             mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, initializer=_ignore_sigint)
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         delayed = self.dask.delayed(fn, pure=True)
