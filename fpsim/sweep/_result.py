@@ -57,9 +57,7 @@ class SweepReport:
 
     def operands_text(self, o: Offender) -> str:
         """An offender's operands: codes and values."""
-        fmt = self.report.fmt
-        digits = -(-fmt.width // 4)
-        return ", ".join(f"0x{c:0{digits}x} ({value_text(c, fmt)})" for c in o.index)
+        return ", ".join(f"{o.hex(c)} ({value_text(c, self.report.fmt)})" for c in o.index)
 
     def to_dict(self) -> dict[str, Any]:
         """The sweep's definition, how far it got, and the report (each

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .. import array as _array
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
@@ -25,7 +24,7 @@ from ..testing._tally import Partial, Tolerance
 from . import _candidate, _progress
 from ._result import SweepReport
 from ._space import MAX_CHUNK, Space
-from ._task import DEFAULT_CHUNK, OPS, Spec, evaluate
+from ._task import DEFAULT_CHUNK, OPS, Spec, evaluate, operands
 
 
 @dataclass(frozen=True)
@@ -133,12 +132,10 @@ def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None
 
 
 def _probe(spec: Spec) -> None:
-    """Call the candidate and the golden model on a few tuples, so that a
-    candidate of the wrong kind fails at once with a clear message."""
-    fmt = spec.fmt
-    codes, _ = spec.space.take(0, min(4, spec.space.size))
-    narrow = [c.astype(_array.code_dtype(fmt)) for c in codes]
-    _candidate.call(spec.candidate, narrow, fmt)
+    """Call the candidate on a few tuples, so that a candidate of the wrong
+    kind fails at once with a clear message."""
+    codes, _ = operands(spec, 0, min(4, spec.space.size))
+    _candidate.call(spec.candidate, codes, spec.fmt)
 
 
 def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,

@@ -20,6 +20,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import array as _array
 from .. import nans
 from ..context import Context
@@ -86,12 +88,18 @@ def _described(value: Any) -> Any:
     return value
 
 
+def operands(spec: Spec, r0: int, r1: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """The operand codes of ranks ``r0 <= r < r1`` in the format's code
+    type, and their flat indices."""
+    codes, flat = spec.space.take(r0, r1)
+    return [c.astype(_array.code_dtype(spec.fmt)) for c in codes], flat
+
+
 def evaluate(spec: Spec, chunk: int) -> Partial:
     """The partial tally of one chunk: candidate against golden model."""
     r0, r1 = spec.bounds(chunk)
     fmt = spec.fmt
-    codes, flat = spec.space.take(r0, r1)
-    narrow = [c.astype(_array.code_dtype(fmt)) for c in codes]
-    expected = getattr(_array, spec.op)(*narrow, spec.context(), fmt=fmt)
-    actual = _candidate.call(spec.candidate, narrow, fmt)
+    codes, flat = operands(spec, r0, r1)
+    expected = getattr(_array, spec.op)(*codes, spec.context(), fmt=fmt)
+    actual = _candidate.call(spec.candidate, codes, fmt)
     return summarize(actual, expected, fmt, spec.tol, r0, flat)
