@@ -55,7 +55,7 @@ from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4
 from .modes import Rounding
 from .nans import default_nan, propagate
 from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, nan_code, quantize, round_key
-from .value import Float, _check_random_bits, _make
+from .value import FINITE, INF, QNAN, SNAN, Float, _check_random_bits, _make, decoded
 
 __all__ = [
     "add", "sub", "mul", "div", "fma", "sqrt", "remainder", "round_to_integral",
@@ -65,54 +65,14 @@ __all__ = [
 ]
 
 _RDN, _SR = Rounding.RDN, Rounding.SR
-_FINITE, _INF, _QNAN, _SNAN = 0, 1, 2, 3
+_FINITE, _INF, _QNAN, _SNAN = FINITE, INF, QNAN, SNAN
 
 
 # -- operands ----------------------------------------------------------------
-
-def _decode(fmt: Format, code: int) -> tuple[int, bool, int, int]:
-    """``(class, negative, sig, exp)`` of a code: ``|value| = sig × 2**exp``."""
-    negative = bool(code & fmt.sign_bit)
-    if fmt.is_nan_code(code):
-        return (_SNAN if fmt.is_signaling_code(code) else _QNAN), negative, 0, 0
-    mag = code & fmt.magnitude_mask
-    if fmt.has_inf and mag == fmt.inf_code:
-        return _INF, negative, 0, 0
-    m = fmt.mantissa_bits
-    e_field, frac = mag >> m, mag & ((1 << m) - 1)
-    if fmt.subnormals and e_field == 0:
-        return _FINITE, negative, frac, fmt.emin - m
-    return _FINITE, negative, frac | (1 << m), e_field - fmt.bias - m
-
-
-class _Decoder:
-    """Indexable like a decode table, for formats too wide to tabulate."""
-
-    __slots__ = ("fmt",)
-
-    def __init__(self, fmt: Format) -> None:
-        self.fmt = fmt
-
-    def __getitem__(self, code: int) -> tuple[int, bool, int, int]:
-        return _decode(self.fmt, code)
-
-
-def _table(fmt: Format) -> Any:
-    """The format's operand decoder: a list of every code's decoding for
-    formats up to 16 bits (built once), else a :class:`_Decoder`."""
-    table = fmt._decoded
-    if table is None:
-        if fmt.width > 16:
-            table = _Decoder(fmt)
-        else:
-            # One int object per significand, shared by the codes of every
-            # binade: the operations read less memory (some 3% of an add).
-            sigs: dict[int, int] = {}
-            table = [(c, n, sigs.setdefault(s, s), e)
-                     for c, n, s, e in (_decode(fmt, x) for x in range(1 << fmt.width))]
-        object.__setattr__(fmt, "_decoded", table)
-    return table
-
+#
+# An operand's decoding (class, negative, sig, exp), with |value| = sig × 2**exp,
+# lives in the Float itself (fpsim.value.decoded): the common path of an
+# operation reads the four slots, the other paths call decoded().
 
 def _daz(d: tuple[int, bool, int, int], fmt: Format) -> tuple[int, bool, int, int]:
     # Only subnormals have a nonzero significand below the implicit bit.
@@ -123,9 +83,8 @@ def _daz(d: tuple[int, bool, int, int], fmt: Format) -> tuple[int, bool, int, in
 
 def _unpack(x: Float, daz: bool) -> tuple[int, bool, int, int]:
     """Decode an operand; with ``daz`` a subnormal reads as a zero of its sign."""
-    fmt = x.fmt
-    d = (fmt._decoded or _table(fmt))[x.bits]
-    return _daz(d, fmt) if daz else d
+    d = decoded(x)
+    return _daz(d, x.fmt) if daz else d
 
 
 def _same_format(op: str, *xs: Any) -> Format:
@@ -179,10 +138,9 @@ def _operands(op: str, ctx: Context | None, overrides: dict[str, Any], xs: tuple
     settings, decode the operands (DAZ applied)."""
     fmt = _same_format(op, *xs)
     env = _env(ctx, overrides)
-    table = fmt._decoded or _table(fmt)
     if env[1][3]:
-        return fmt, env, [_daz(table[x.bits], fmt) for x in xs]
-    return fmt, env, [table[x.bits] for x in xs]
+        return fmt, env, [_daz(decoded(x), fmt) for x in xs]
+    return fmt, env, [decoded(x) for x in xs]
 
 
 def _unary(op: str, a: Float, ctx: Context | None, overrides: dict[str, Any]
@@ -195,8 +153,7 @@ def _unary(op: str, a: Float, ctx: Context | None, overrides: dict[str, Any]
             or (key := ctx._fast_key) is None):
         fmt, env, (d,) = _operands(op, ctx, overrides, (a,))
         return fmt, env, d
-    fmt = a.fmt
-    return fmt, (ctx, key, 0), (fmt._decoded or _table(fmt))[a.bits]
+    return a.fmt, (ctx, key, 0), decoded(a)
 
 
 def _finish(env: _Env, fmt: Format, negative: bool, num: int, den: int, exp: int,
@@ -248,6 +205,21 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
 
 # -- the arithmetic operations -------------------------------------------------
 
+# The operations of _arith (sqrt is its own function; _special handles its
+# special cases too).  _ADD is 0 and the sums come before _MUL: the dispatch
+# relies on both.
+_ADD, _SUB, _FMA, _MUL, _DIV, _SQRT = range(6)
+_NAMES = ("add", "sub", "fma", "mul", "div", "sqrt")
+
+# Extra bits of the integer square root below the format's precision.  The
+# root lies strictly inside (r, r + 1) when inexact, and r + 1/2 stands for it:
+# that decides every mode when the rounding position (the format's last
+# place, or the finer one of the tininess-after check) lies at least 2 bits
+# above r's last bit, and stochastic rounding also reads sr_bits fraction
+# bits below the last place, which r + 1/2 must give exactly.
+_SQRT_GUARD = 4
+
+
 def fma(a: Float, b: Float, c: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     """``a × b + c`` with a single rounding (IEEE fusedMultiplyAdd).
 
@@ -265,26 +237,54 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     >>> sqrt(FP16.round(-0.0)), sqrt(FP16.round(-1)).is_nan
     (Float(fp16, 0x8000, -0), True)
     """
-    # The one operand goes in as b too: the two-operand checks hold for it.
-    return _arith(a, a, ctx, _op=_SQRT, **overrides)
-
-
-# The operations of _arith, in the order its dispatch tests them.
-_ADD, _SUB, _FMA, _MUL, _DIV, _SQRT = range(6)
-_NAMES = ("add", "sub", "fma", "mul", "div", "sqrt")
-
-# Extra bits of the integer square root below the format's precision.  The
-# root lies strictly inside (r, r + 1) when inexact, and r + 1/2 stands for it:
-# that decides every mode when the rounding position (the format's last
-# place, or the finer one of the tininess-after check) lies at least 2 bits
-# above r's last bit, and stochastic rounding also reads sr_bits fraction
-# bits below the last place, which r + 1/2 must give exactly.
-_SQRT_GUARD = 4
+    # One frame, as _arith (a call through _arith would cost some 20% of a
+    # sqrt): the common call checked at once, then the integer root.
+    if ctx is None:
+        ctx = _current.get(None) or getcontext()
+    if (not overrides and a.__class__ is Float and ctx.__class__ is Context
+            and (key := ctx._fast_key) is not None):
+        fmt = a.fmt
+        rand = 0
+        # A nonzero class: NaN, infinity, or not decoded yet (see _arith).
+        if a._class and decoded(a)[0]:
+            return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
+        negative = a._negative
+        sa = a._sig
+        ea = a._exp
+    else:
+        fmt, (ctx, key, rand), ((ca, negative, sa, ea),) = _operands("sqrt", ctx, overrides,
+                                                                      (a,))
+        if ca:
+            return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
+    if negative and sa:
+        return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
+    if ea & 1:
+        sa <<= 1
+        ea -= 1
+    # k > 0: sa has at most precision + 1 bits.
+    k = (fmt.precision + _SQRT_GUARD + (key[5] if key[0] is _SR else 0)
+         - sa.bit_length() // 2)
+    big = sa << (2 * k)
+    num = math.isqrt(big)
+    if num * num == big:
+        e = ea // 2 - k
+    else:
+        # The root lies strictly between num and num + 1, far below the
+        # rounding position: num + 1/2 rounds exactly as the root does, in
+        # every mode.
+        num = 2 * num + 1
+        e = ea // 2 - k - 1
+    # Only a zero may be negative here: sqrt(-0) = -0.
+    code, flags = round_key(fmt, negative, num, 1, e, key, rand)
+    if flags:
+        ctx._flags[0] |= flags
+    interned = fmt._floats
+    return (interned[code] or _make(fmt, code)) if interned is not None else _make(fmt, code)
 
 
 def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
            _c: Float | None = None, **overrides: Any) -> Float:
-    """The body of add, sub, mul, div, fma and sqrt: the prologue, the exact
+    """The body of add, sub, mul, div and fma: the prologue, the exact
     result ``±num/den × 2**e``, its one rounding and its delivery, in one
     frame (each call layer costs some 5% of an operation).
 
@@ -293,37 +293,79 @@ def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
     sign (IEEE 754 §6.3).  NaN, infinite and zero-divisor cases go to
     :func:`_special`.  ``add``, ``sub``, ``mul`` and ``div`` are this
     function's own code with ``_op`` fixed (:func:`_binary_operation`)."""
-    op, c = _op, _c
     if ctx is None:
         ctx = _current.get(None) or getcontext()
     if (not overrides and a.__class__ is Float and b.__class__ is Float
             and (fmt := a.fmt) is b.fmt and ctx.__class__ is Context
             and (key := ctx._fast_key) is not None
-            and (op != _FMA or c.__class__ is Float and c.fmt is fmt)):
-        # The common call, checked at once: operands of one format, the
-        # context's own settings, no DAZ, no random draw.
+            and not ((a._class or b._class) and (decoded(a)[0] or decoded(b)[0]))):
+        # The common call, checked at once: finite operands of one format
+        # (a nonzero class is a NaN, an infinity, or a Float that is not
+        # interned and not decoded yet, which decoded() decodes), the
+        # context's own settings, no DAZ, no random draw.  fma's c is
+        # checked where it is read.
         rand = 0
         ds = None
-        table = fmt._decoded or _table(fmt)
-        ca, na, sa, ea = table[a.bits]
-        cb, nb, sb, eb = table[b.bits]
+        na = a._negative
+        sa = a._sig
+        ea = a._exp
+        nb = b._negative
+        sb = b._sig
+        eb = b._exp
     else:
-        fmt, (ctx, key, rand), ds = _operands(_NAMES[op], ctx, overrides,
-                                              (a, b, c) if op == _FMA else (a, b))
+        fmt, (ctx, key, rand), ds = _operands(_NAMES[_op], ctx, overrides,
+                                              (a, b, _c) if _op == _FMA else (a, b))
         ca, na, sa, ea = ds[0]
         cb, nb, sb, eb = ds[1]
-    if ca or cb:
-        return _special(op, fmt, (ctx, key, rand), a, b, c)
-    if op < _MUL:  # a sum
-        if op != _ADD:
-            if op == _SUB:
+        if ca or cb:
+            return _special(_op, fmt, (ctx, key, rand), a, b, _c)
+    # The dispatch tests the slowest operation first: div, then the sums, then mul.
+    if _op == _DIV:
+        if not sb:
+            return _special(_op, fmt, (ctx, key, rand), a, b, _c)
+        k, normal = fmt._div
+        # (The common call's key is never stochastic rounding.)
+        if sa >= normal and (ds is None or key[0] is not _SR):
+            # The integer quotient of the shifted significands (at least p + 2
+            # bits, see Format._div) with a nonzero remainder jammed into its
+            # last bit, which lies below the rounding bit: that binary value
+            # rounds as the exact quotient does, in every deterministic mode.
+            x = sa << k
+            q = x // sb
+            num = q | (q * sb != x)
+            den = 1
+            e = ea - eb - k
+        else:  # the kernel divides (and keeps the sr_bits it reads)
+            num = sa
+            den = sb
+            e = ea - eb
+        negative = na != nb
+    elif _op < _MUL:  # a sum
+        if _op:  # not _ADD, which is 0
+            if _op == _SUB:
                 nb = not nb
             else:
-                cc, nc, sc, ec = table[c.bits] if ds is None else ds[2]  # type: ignore[union-attr]
-                if cc:
-                    return _special(op, fmt, (ctx, key, rand), a, b, c)
-                # The product is exact: what follows is add(a × b, c).
-                na, sa, ea, nb, sb, eb = na != nb, sa * sb, ea + eb, nc, sc, ec
+                if ds is None:
+                    if _c.__class__ is not Float or _c.fmt is not fmt:  # type: ignore[union-attr]
+                        _operands("fma", ctx, overrides, (a, b, _c))  # raises the TypeError
+                    if _c._class and decoded(_c)[0]:  # type: ignore[union-attr,arg-type]
+                        return _special(_op, fmt, (ctx, key, rand), a, b, _c)
+                    nc = _c._negative  # type: ignore[union-attr]
+                    sc = _c._sig  # type: ignore[union-attr]
+                    ec = _c._exp  # type: ignore[union-attr]
+                else:
+                    cc, nc, sc, ec = ds[2]
+                    if cc:
+                        return _special(_op, fmt, (ctx, key, rand), a, b, _c)
+                # The product is exact: what follows is add(a × b, c).  (One
+                # assignment per name: a tuple assignment of more than three
+                # names builds a tuple, some 2% of an operation.)
+                na = na != nb
+                sa *= sb
+                ea += eb
+                nb = nc
+                sb = sc
+                eb = ec
         if ea >= eb:
             num = ((-sa if na else sa) << (ea - eb)) + (-sb if nb else sb)
             e = eb
@@ -336,40 +378,11 @@ def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
             num = -num
         elif not num:
             negative = na if na == nb else key[0] is _RDN
-    elif op == _MUL:
-        negative, num, den, e = na != nb, sa * sb, 1, ea + eb
-    elif op == _DIV:
-        if not sb:
-            return _special(op, fmt, (ctx, key, rand), a, b, c)
-        k, normal = fmt._div
-        if sa >= normal and key[0] is not _SR:
-            # The integer quotient of the shifted significands (at least p + 2
-            # bits, see Format._div) with a nonzero remainder jammed into its
-            # last bit, which lies below the rounding bit: that binary value
-            # rounds as the exact quotient does, in every deterministic mode.
-            x = sa << k
-            q = x // sb
-            negative, num, den, e = na != nb, q | (q * sb != x), 1, ea - eb - k
-        else:  # the kernel divides (and keeps the sr_bits it reads)
-            negative, num, den, e = na != nb, sa, sb, ea - eb
-    else:
-        if na and sa:
-            return _special(op, fmt, (ctx, key, rand), a, b, c)
-        if ea & 1:
-            sa, ea = sa << 1, ea - 1
-        # k > 0: sa has at most precision + 1 bits.
-        k = (fmt.precision + _SQRT_GUARD + (key[5] if key[0] is _SR else 0)
-             - sa.bit_length() // 2)
-        big = sa << (2 * k)
-        num = math.isqrt(big)
-        if num * num == big:
-            e = ea // 2 - k
-        else:
-            # The root lies strictly between num and num + 1, far below the
-            # rounding position: num + 1/2 rounds exactly as the root does,
-            # in every mode.
-            num, e = 2 * num + 1, ea // 2 - k - 1
-        negative, den = na, 1  # only a zero may be negative here: sqrt(-0) = -0
+    else:  # _MUL
+        negative = na != nb
+        num = sa * sb
+        den = 1
+        e = ea + eb
     code, flags = round_key(fmt, negative, num, den, e, key, rand)
     if flags:
         ctx._flags[0] |= flags

@@ -164,20 +164,29 @@ class Format:
             inf_code=(top_exponent << m) if sp is Specials.IEEE else None,
             default_nan_code=default_nan,
             # The rounding kernel's constants, read in one attribute access:
-            # (mantissa_bits, emin, quantum of the smallest subnormal,
-            #  implicit-bit offset of code arithmetic, max_code, subnormals,
-            #  sign bit, sign bit of a negative zero (0 where there is none)).
-            _kernel=(m, emin, emin - m, 0 if self.subnormals else (1 << m), max_code,
-                     self.subnormals, sign_bit,
-                     sign_bit if self.subnormals and sp is not Specials.FNUZ else 0),
+            # those of its hot path (precision, mantissa_bits, quantum q of
+            # the smallest subnormal, the base that makes a result's code
+            # (q << mantissa_bits) + significand - base, max_code, sign bit),
+            # then those of its general path (emin, subnormals, sign bit of a
+            # negative zero, 0 where there is none).  A format without
+            # subnormals has no code for the implicit bit of its smallest
+            # binade: the base takes that bit off too.
+            _kernel=(m + 1, m, emin - m,
+                     ((emin - m) << m) + (0 if self.subnormals else (1 << m)), max_code, sign_bit,
+                     (emin, self.subnormals,
+                      sign_bit if self.subnormals and sp is not Specials.FNUZ else 0)),
             # fpsim.arith's division of a normal dividend (significand at
             # least 2**m) shifts it left by m + 3 bits: the integer quotient by
             # any significand then has at least p + 2 bits, and for formats up
             # to 16 bits the shifted dividend stays in one 30-bit digit of a
             # Python int (a two-digit division costs about a third of a div).
             _div=(m + 3, 1 << m),
-            # Operand decode table of fpsim.arith, built on first use.
-            _decoded=None,
+            # fpsim.value's decoding of a finite code into significand and
+            # exponent: (mantissa_bits, sign bit, magnitude mask, max_code,
+            # the FNUZ NaN's code (-1 elsewhere), whether the smallest binade
+            # is subnormal, exponent of a subnormal's significand, bias + m).
+            _decoding=(m, sign_bit, all_ones, max_code, sign_bit if sp is Specials.FNUZ else -1,
+                       self.subnormals, emin - m, self.bias + m),
             # Interned Float values of formats up to 16 bits (fpsim.value):
             # a list of 2**width slots filled on first use of each code.
             _floats=[None] * (1 << width) if width <= 16 else None,

@@ -157,7 +157,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
     >>> round_key(FP16, False, 1, 3, 0, Context(rounding="rup")._key)   # 1/3
     (13654, 16)
     """
-    m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
+    p, m, qmin, base, max_code, sign_bit, general = fmt._kernel
     mode = key[0]
     if den != 1:
         # One division, with 2 or 3 quotient bits (and sr_bits more for
@@ -176,7 +176,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
         num = quotient | (quotient * den != num)
         exp -= k
     n = num.bit_length()
-    shift = n - m - 1  # the bits below the last place at full precision,
+    shift = n - p  # the bits below the last place at full precision,
     q = exp + shift  # and that last place: e - m, with e = floor(log2(magnitude))
     if mode is _RNE and q >= qmin and shift < 64 and n and (not negative or sign_bit):
         # The hot path of every conversion and operation: a nonzero result
@@ -188,17 +188,17 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
             kept = num >> shift
             rem = num & _MASK[shift]
             if rem:
-                half = _HALF[shift]
-                if rem > half or rem == half and kept & 1:
+                if rem > _HALF[shift] or rem == _HALF[shift] and kept & 1:
                     kept += 1
                 flags = INEXACT
             else:
                 flags = 0
-        code = ((q - qmin) << m) + kept - offset
+        code = (q << m) + kept - base
         if code > max_code:
             return _overflow(fmt, negative, _RNE, key[1]), OVERFLOW | INEXACT
         return (code | sign_bit if negative else code), flags
 
+    emin, subnormals, negative_zero = general
     if not n:
         if not subnormals:  # no zero in the format
             return nan_or_error(fmt, negative, "zero"), INVALID
@@ -210,7 +210,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
         q = qmin
     kept, inexact = quantize(num, 1, exp, q, negative, mode, rand, key[5])
     flags = INEXACT if inexact else 0
-    code = ((q - qmin) << m) + kept - offset
+    code = (q << m) + kept - base
 
     if code > max_code:
         return _overflow(fmt, negative, mode, key[1]), OVERFLOW | INEXACT

@@ -68,7 +68,13 @@ class Float:
     True
     """
 
-    __slots__ = ("fmt", "bits")
+    # Besides the format and the code, a Float keeps its decoding for the
+    # arithmetic (see decoded()): class, sign, significand, exponent.  Read
+    # from the object the operation already holds, they cost no lookup: a
+    # decode table indexed by code, or a tuple of the Float's own, cost a
+    # cache miss per operand when operands spread over FP16's codes (some
+    # 10-15% of a division in benchmarks/bench_arith.py).
+    __slots__ = ("fmt", "bits", "_class", "_negative", "_sig", "_exp")
     fmt: Format
     bits: int
 
@@ -77,6 +83,7 @@ class Float:
             raise TypeError(f"Float() needs a Format, got {type(fmt).__name__}")
         _set_fmt(self, fmt)
         _set_bits(self, fmt.check_code(bits))
+        _set_class(self, UNDECODED)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Float is immutable")
@@ -358,6 +365,10 @@ def _operand_for(x: Float, other: Any, symbol: str) -> Float:
 
 _set_fmt = Float.__dict__["fmt"].__set__
 _set_bits = Float.__dict__["bits"].__set__
+_set_class = Float.__dict__["_class"].__set__
+_set_negative = Float.__dict__["_negative"].__set__
+_set_sig = Float.__dict__["_sig"].__set__
+_set_exp = Float.__dict__["_exp"].__set__
 _new_float = object.__new__
 
 
@@ -365,7 +376,9 @@ def _make(fmt: Format, code: int) -> Float:
     """The Float of a code known to be in range (the kernel's codes are).
 
     Floats are immutable, so the values of formats up to 16 bits are
-    interned: building one costs more than the rounding's bit arithmetic."""
+    interned: building one costs more than the rounding's bit arithmetic.
+    An interned Float is decoded when it is made (once per code); any other
+    is marked UNDECODED and decoded when an operation first reads it."""
     interned = fmt._floats
     if interned is not None:
         x = interned[code]
@@ -373,11 +386,66 @@ def _make(fmt: Format, code: int) -> Float:
             x = interned[code] = _new_float(Float)
             _set_fmt(x, fmt)
             _set_bits(x, code)
+            c, negative, sig, exp = _decode(fmt, code)
+            share = _SHARED_INTS.setdefault
+            _set_negative(x, negative)
+            _set_sig(x, share(sig, sig))
+            _set_exp(x, share(exp, exp))
+            _set_class(x, c)
         return x
     x = _new_float(Float)
     _set_fmt(x, fmt)
     _set_bits(x, code)
+    _set_class(x, UNDECODED)
     return x
+
+
+# -- the decoding the arithmetic reads ------------------------------------------
+
+# A decoded value's class: FINITE (zero, subnormal or normal), INF, QNAN, SNAN.
+# UNDECODED marks a Float not decoded yet; it is nonzero, as every class but
+# FINITE, so that the arithmetic's one test for special operands catches it.
+FINITE, INF, QNAN, SNAN, UNDECODED = 0, 1, 2, 3, 4
+
+# One int object per significand and exponent value among the interned
+# Floats, so that operations on them read a few hundred ints, not one per code.
+_SHARED_INTS: dict[int, int] = {}
+
+
+def _decode(fmt: Format, code: int) -> tuple[int, bool, int, int]:
+    """``(class, negative, sig, exp)`` of a code: ``|value| = sig × 2**exp``.
+
+    >>> _decode(FP16, 0x3C01), _decode(FP16, 0x0001), _decode(FP16, 0xFC00)
+    ((0, False, 1025, -10), (0, False, 1, -24), (1, True, 0, 0))
+    """
+    m, sign_bit, magnitude_mask, max_code, fnuz_nan, subnormals, sub_exp, bias_m = fmt._decoding
+    negative = code & sign_bit != 0
+    mag = code & magnitude_mask
+    if mag > max_code or code == fnuz_nan:  # an infinity or a NaN
+        if fmt.is_nan_code(code):
+            return (SNAN if fmt.is_signaling_code(code) else QNAN), negative, 0, 0
+        return INF, negative, 0, 0
+    e_field = mag >> m
+    if e_field or not subnormals:
+        return FINITE, negative, (mag & ((1 << m) - 1)) | (1 << m), e_field - bias_m
+    return FINITE, negative, mag, sub_exp
+
+
+def decoded(x: Float) -> tuple[int, bool, int, int]:
+    """``(class, negative, sig, exp)`` of a Float (see :func:`_decode`),
+    decoding it first if it is not yet.
+
+    >>> decoded(Float(FP16, 0x3C00))
+    (0, False, 1024, -10)
+    """
+    if x._class == UNDECODED:
+        d = c, negative, sig, exp = _decode(x.fmt, x.bits)
+        _set_negative(x, negative)
+        _set_sig(x, sig)
+        _set_exp(x, exp)
+        _set_class(x, c)  # last: a Float is decoded once its class is set
+        return d
+    return x._class, x._negative, x._sig, x._exp
 
 
 def _pow2(n: int) -> Fraction:

@@ -56,7 +56,7 @@ def specials(fmt: Format, codes: np.ndarray, mag: np.ndarray) -> tuple[np.ndarra
 
 
 def fields(fmt: Format, codes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Vectorized :func:`fpsim.arith._decode` of uint64 codes:
+    """Vectorized :func:`fpsim.value._decode` of uint64 codes:
     ``(is_nan, is_inf, negative, sig, exp)`` with ``|value| = sig × 2**exp``."""
     m = fmt.mantissa_bits
     sign = U64(fmt.sign_bit)
@@ -155,7 +155,8 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Vectorized :func:`fpsim.rounding.round_exact` for nonzero ``sig``:
     ``(codes as uint64, flags as uint8)``."""
-    m, emin, qmin, offset, max_code, subnormals, sign_bit, negative_zero = fmt._kernel
+    _, m, qmin, base, max_code, sign_bit, (emin, subnormals, negative_zero) = fmt._kernel
+    offset = base - (qmin << m)  # codes as (q - qmin) << m + kept - offset: no negative lanes
     e = exp + bit_length(sig) - 1
     low = e < emin
     any_low = bool(low.any())  # otherwise nothing is tiny: the steps below are skipped
