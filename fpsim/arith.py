@@ -55,7 +55,7 @@ from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4
 from .modes import Rounding
 from .nans import default_nan, propagate
 from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, nan_code, quantize, round_key
-from .value import FINITE, INF, QNAN, SNAN, Float, _check_random_bits, _make, decoded
+from .value import FINITE, INF, QNAN, Float, _check_random_bits, _make, decoded
 
 __all__ = [
     "add", "sub", "mul", "div", "fma", "sqrt", "remainder", "round_to_integral",
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 _RDN, _SR = Rounding.RDN, Rounding.SR
-_FINITE, _INF, _QNAN, _SNAN = FINITE, INF, QNAN, SNAN
 
 
 # -- operands ----------------------------------------------------------------
@@ -76,8 +75,8 @@ _FINITE, _INF, _QNAN, _SNAN = FINITE, INF, QNAN, SNAN
 
 def _daz(d: tuple[int, bool, int, int], fmt: Format) -> tuple[int, bool, int, int]:
     # Only subnormals have a nonzero significand below the implicit bit.
-    if d[0] == _FINITE and 0 < d[2] < (1 << fmt.mantissa_bits):
-        return _FINITE, d[1], 0, 0
+    if d[0] == FINITE and 0 < d[2] < (1 << fmt.mantissa_bits):
+        return FINITE, d[1], 0, 0
     return d
 
 
@@ -237,27 +236,10 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     >>> sqrt(FP16.round(-0.0)), sqrt(FP16.round(-1)).is_nan
     (Float(fp16, 0x8000, -0), True)
     """
-    # One frame, as _arith (a call through _arith would cost some 20% of a
-    # sqrt): the common call checked at once, then the integer root.
-    if ctx is None:
-        ctx = _current.get(None) or getcontext()
-    if (not overrides and a.__class__ is Float and ctx.__class__ is Context
-            and (key := ctx._fast_key) is not None):
-        fmt = a.fmt
-        rand = 0
-        # A nonzero class: NaN, infinity, or not decoded yet (see _arith).
-        if a._class and decoded(a)[0]:
-            return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
-        negative = a._negative
-        sa = a._sig
-        ea = a._exp
-    else:
-        fmt, (ctx, key, rand), ((ca, negative, sa, ea),) = _operands("sqrt", ctx, overrides,
-                                                                      (a,))
-        if ca:
-            return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
-    if negative and sa:
-        return _special(_SQRT, fmt, (ctx, key, rand), a, a, None)
+    fmt, env, (ca, negative, sa, ea) = _unary("sqrt", a, ctx, overrides)
+    if ca or (negative and sa):
+        return _special(_SQRT, fmt, env, a, a, None)
+    key = env[1]
     if ea & 1:
         sa <<= 1
         ea -= 1
@@ -275,11 +257,7 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
         num = 2 * num + 1
         e = ea // 2 - k - 1
     # Only a zero may be negative here: sqrt(-0) = -0.
-    code, flags = round_key(fmt, negative, num, 1, e, key, rand)
-    if flags:
-        ctx._flags[0] |= flags
-    interned = fmt._floats
-    return (interned[code] or _make(fmt, code)) if interned is not None else _make(fmt, code)
+    return _finish(env, fmt, negative, num, 1, e)
 
 
 def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
@@ -347,7 +325,7 @@ def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
             else:
                 if ds is None:
                     if _c.__class__ is not Float or _c.fmt is not fmt:  # type: ignore[union-attr]
-                        _operands("fma", ctx, overrides, (a, b, _c))  # raises the TypeError
+                        _same_format("fma", a, b, _c)  # raises, unless c is a Float subclass
                     if _c._class and decoded(_c)[0]:  # type: ignore[union-attr,arg-type]
                         return _special(_op, fmt, (ctx, key, rand), a, b, _c)
                     nc = _c._negative  # type: ignore[union-attr]
@@ -443,25 +421,25 @@ def _special(op: int, fmt: Format, env: _Env, a: Float, b: Float, c: Float | Non
     cb, nb, sb, eb = _unpack(b, env[1][3])
     negative = na != nb
     if op == _SQRT:
-        if ca >= _QNAN:
+        if ca >= QNAN:
             return _nan_result(env, fmt, a)
-        if na and not (ca == _FINITE and sa == 0):
+        if na and not (ca == FINITE and sa == 0):
             return _invalid(env, fmt)  # sqrt of a negative number or of -inf
         return _infinity(env, fmt, False)
     if op == _FMA:
         cc, nc, sc, ec = _unpack(c, env[1][3])  # type: ignore[arg-type]
-        zero_times_inf = ((ca == _INF and cb == _FINITE and sb == 0)
-                          or (cb == _INF and ca == _FINITE and sa == 0))
-        if ca >= _QNAN or cb >= _QNAN or cc >= _QNAN:
+        zero_times_inf = ((ca == INF and cb == FINITE and sb == 0)
+                          or (cb == INF and ca == FINITE and sa == 0))
+        if ca >= QNAN or cb >= QNAN or cc >= QNAN:
             return _nan_result(env, fmt, a, b, c, extra_flags=INVALID if zero_times_inf else 0)
         if zero_times_inf:
             return _invalid(env, fmt)
         if ca or cb:  # the product is infinite
-            if cc == _INF and nc != negative:
+            if cc == INF and nc != negative:
                 return _invalid(env, fmt)  # inf - inf
             return _infinity(env, fmt, negative)
         return _infinity(env, fmt, nc)
-    if ca >= _QNAN or cb >= _QNAN:
+    if ca >= QNAN or cb >= QNAN:
         return _nan_result(env, fmt, a, b)
     if op < _FMA:
         nb ^= op == _SUB
@@ -469,7 +447,7 @@ def _special(op: int, fmt: Format, env: _Env, a: Float, b: Float, c: Float | Non
             return _invalid(env, fmt) if na != nb else _infinity(env, fmt, na)
         return _infinity(env, fmt, na if ca else nb)
     if op == _MUL:
-        if (ca == _FINITE and sa == 0) or (cb == _FINITE and sb == 0):
+        if (ca == FINITE and sa == 0) or (cb == FINITE and sb == 0):
             return _invalid(env, fmt)  # 0 × inf
         return _infinity(env, fmt, negative)
     if ca and cb:
@@ -492,11 +470,11 @@ def remainder(a: Float, b: Float, ctx: Context | None = None, **overrides: Any) 
     """
     fmt, env, ((ca, na, sa, ea), (cb, nb, sb, eb)) = _operands("remainder", ctx, overrides,
                                                                (a, b))
-    if ca >= _QNAN or cb >= _QNAN:
+    if ca >= QNAN or cb >= QNAN:
         return _nan_result(env, fmt, a, b)
-    if ca == _INF or (cb == _FINITE and sb == 0):
+    if ca == INF or (cb == FINITE and sb == 0):
         return _invalid(env, fmt)
-    if cb == _INF:
+    if cb == INF:
         return _finish(env, fmt, na, sa, 1, ea)
     e = min(ea, eb)
     x, y = sa << (ea - e), sb << (eb - e)
@@ -521,9 +499,9 @@ def round_to_integral(a: Float, exact: bool = False, ctx: Context | None = None,
     Float(fp16, 0x4200, 3)
     """
     fmt, env, (ca, na, sa, ea) = _unary("round_to_integral", a, ctx, overrides)
-    if ca >= _QNAN:
+    if ca >= QNAN:
         return _nan_result(env, fmt, a)
-    if ca == _INF:
+    if ca == INF:
         return _infinity(env, fmt, na)
     if ea >= 0 or sa == 0:
         return _finish(env, fmt, na, sa, 1, ea)
@@ -542,9 +520,9 @@ def scaleb(a: Float, n: int, ctx: Context | None = None, **overrides: Any) -> Fl
     if isinstance(n, bool) or not hasattr(n, "__index__"):
         raise TypeError(f"scaleb() exponent must be an int, got {type(n).__name__}")
     fmt, env, (ca, na, sa, ea) = _unary("scaleb", a, ctx, overrides)
-    if ca >= _QNAN:
+    if ca >= QNAN:
         return _nan_result(env, fmt, a)
-    if ca == _INF:
+    if ca == INF:
         return _infinity(env, fmt, na)
     n = n.__index__()
     # Past 2**22 the result no longer depends on n (every format lies inside
@@ -569,9 +547,9 @@ def logb(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     (Float(fp16, 0xcc40, -17), Float(fp16, 0x4b80, 15))
     """
     fmt, env, (ca, na, sa, ea) = _unary("logb", a, ctx, overrides)
-    if ca >= _QNAN:
+    if ca >= QNAN:
         return _nan_result(env, fmt, a)
-    if ca == _INF:
+    if ca == INF:
         return _infinity(env, fmt, False)
     if sa == 0:
         return _infinity(env, fmt, True, computed=DIVIDE_BY_ZERO)

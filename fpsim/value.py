@@ -388,10 +388,7 @@ def _make(fmt: Format, code: int) -> Float:
             _set_bits(x, code)
             c, negative, sig, exp = _decode(fmt, code)
             share = _SHARED_INTS.setdefault
-            _set_negative(x, negative)
-            _set_sig(x, share(sig, sig))
-            _set_exp(x, share(exp, exp))
-            _set_class(x, c)
+            _store_decoding(x, c, negative, share(sig, sig), share(exp, exp))
         return x
     x = _new_float(Float)
     _set_fmt(x, fmt)
@@ -439,13 +436,17 @@ def decoded(x: Float) -> tuple[int, bool, int, int]:
     (0, False, 1024, -10)
     """
     if x._class == UNDECODED:
-        d = c, negative, sig, exp = _decode(x.fmt, x.bits)
-        _set_negative(x, negative)
-        _set_sig(x, sig)
-        _set_exp(x, exp)
-        _set_class(x, c)  # last: a Float is decoded once its class is set
+        d = _decode(x.fmt, x.bits)
+        _store_decoding(x, *d)
         return d
     return x._class, x._negative, x._sig, x._exp
+
+
+def _store_decoding(x: Float, c: int, negative: bool, sig: int, exp: int) -> None:
+    _set_negative(x, negative)
+    _set_sig(x, sig)
+    _set_exp(x, exp)
+    _set_class(x, c)  # last: a Float is decoded once its class is set
 
 
 def _pow2(n: int) -> Fraction:

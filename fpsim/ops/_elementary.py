@@ -35,8 +35,6 @@ import numpy as np
 
 from .. import array
 from ..arith import (
-    _INF,
-    _QNAN,
     _finish,
     _infinity,
     _invalid,
@@ -48,7 +46,7 @@ from ..context import Context, resolve
 from ..formats import Format
 from ..modes import Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
-from ..value import Float
+from ..value import INF, QNAN, Float
 from ._enclose import enclose
 from ._operands import Operand, constant, deliver
 
@@ -77,9 +75,9 @@ def golden(name: str, a: Float, ctx: Context | None = None, **overrides: Any) ->
     if name not in _FUNCTIONS:
         raise ValueError(f"unknown function {name!r}; accepted {', '.join(_FUNCTIONS)}")
     fmt, env, (cls, negative, sig, exp_) = _unary(name, a, ctx, overrides)
-    if cls >= _QNAN:
+    if cls >= QNAN:
         return _nan_result(env, fmt, a)
-    if cls == _INF:
+    if cls == INF:
         return _at_infinity(name, env, fmt, negative)
     if sig == 0:
         return _at_zero(name, env, fmt, negative)

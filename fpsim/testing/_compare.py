@@ -265,9 +265,10 @@ def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tole
         a, b = a.reshape(1), b.reshape(1)
     b = b.rechunk(a.chunks)
     starts = [np.cumsum((0,) + c[:-1]) for c in a.chunks]
+    indexed = shape or (1,)  # the shape the blocks' flat indices address
     block = dask.delayed(_block_partial, pure=True)
     tasks = [block(a.blocks[i], b.blocks[i], tuple(int(s[k]) for s, k in zip(starts, i)),
-                   tuple(int(n) for n in a.shape), f, tol, labels, hint)
+                   indexed, f, tol, labels, hint)
              for i in np.ndindex(*a.numblocks)]
     tally = Partial()
     for p in dask.compute(*tasks):
