@@ -10,6 +10,11 @@ This is the engine of ``python -m fpsim explain``.
 ('0x00a8', '1.0013580322265625e-05', 'subnormal', ['underflow', 'inexact'])
 >>> r["ulp_error"]
 '0.22784'
+
+Errors are signed, one convention for all three: result minus the exact
+input (positive when the result lies above it), absolute, relative to
+``|input|``, and in units in the last place.  Long exact decimals are given
+short as well (``r["short"]``): :func:`short` writes ``2^-133 ~ 9.18e-41``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,19 @@ from .formats import Format, format
 from .modes import Flag, Rounding
 from .value import Float, exact_decimal
 
-__all__ = ["explain", "explain_bits", "render", "describe_format"]
+__all__ = ["explain", "explain_bits", "render", "describe_format", "short", "DEFAULT_SEED",
+           "ERROR_CONVENTION"]
+
+DEFAULT_SEED = 0
+"""The seed of stochastic rounding's random bits when none is given, so that
+every run gives the same result (as :class:`~fpsim.Context` does by default)."""
+
+ERROR_CONVENTION = "result - exact (positive: the result is above the exact value)"
+"""The sign of ``abs_error``, ``rel_error`` (over ``|exact|``) and ``ulp_error``."""
+
+# Exact decimals up to this many significant digits are short enough to show
+# (every FP16 and BF16 value, most FP32 normals); longer ones are abridged.
+_SHORT_DIGITS = 25
 
 _MODE_WORDS = {
     Rounding.RNE: "round to nearest, ties to even",
@@ -41,17 +58,23 @@ def describe_format(fmt: Format) -> str:
 
     >>> describe_format(format("e4m3"))
     'e4m3: 1 sign, 4 exponent, 3 fraction bits; bias 7; no infinities, NaN = S.1111.111'
+    >>> describe_format(format("e8m0"))
+    'e8m0: no sign, 8 exponent, 0 fraction bits; bias 127; no infinities, NaN = 11111111'
     """
     sign = "1 sign" if fmt.signed else "no sign"
+    # The all-ones code as fields: S.EEEE.MMM, without a sign field in an
+    # unsigned format (E8M0's NaN is 11111111).
+    ones = ".".join(["S"] * fmt.signed + ["1" * fmt.exponent_bits]
+                    + ["1" * fmt.mantissa_bits] * bool(fmt.mantissa_bits))
     specials = {
         "ieee": "IEEE infinities and NaNs",
-        "fn": "no infinities, NaN = S." + "1" * fmt.exponent_bits
-              + ("." + "1" * fmt.mantissa_bits if fmt.mantissa_bits else ""),
+        "fn": f"no infinities, NaN = {ones}",
         "fnuz": f"no infinities, no -0, single NaN 0x{fmt.sign_bit:x}",
         "none": "no infinities, no NaN",
     }[fmt.specials.value]
+    bits = "bit" if fmt.mantissa_bits == 1 else "bits"
     return (f"{fmt.name}: {sign}, {fmt.exponent_bits} exponent, {fmt.mantissa_bits} fraction "
-            f"bits; bias {fmt.bias}; {specials}")
+            f"{bits}; bias {fmt.bias}; {specials}")
 
 
 def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
@@ -60,29 +83,42 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     """Round ``value`` into ``fmt`` and report what happened (a JSON-ready dict).
 
     Keys: ``input``, ``input_value``, ``format``, ``layout``, ``rounding``,
-    ``saturate``, ``ftz``, ``bits``, ``fields``, ``value``, ``class``,
-    ``ieee_class``, ``abs_error``, ``rel_error``, ``ulp_error``, ``flags``,
-    ``next_down``, ``next_up``, ``notes``.  Exact quantities are decimal
-    strings; an approximation (a non-terminating rational) starts with ``~``.
+    ``seed`` (stochastic rounding's, else None), ``saturate``, ``ftz``,
+    ``bits``, ``fields``, ``value``, ``class``, ``ieee_class``,
+    ``abs_error``, ``rel_error``, ``ulp_error``, ``error_convention``,
+    ``flags``, ``next_down``, ``next_up``, ``notes``, ``short``.  Exact
+    quantities are decimal strings; an approximation (a non-terminating
+    rational) starts with ``~``.  ``short`` holds the same quantities in a
+    few characters (see :func:`~fpsim.explain.short`).  The errors are signed as
+    :data:`~fpsim.explain.ERROR_CONVENTION` says.
 
     >>> explain("1000", "e4m3")["value"], explain("1000", "e4m3", saturate=True)["value"]
     ('nan', '448')
+    >>> r = explain("1/3", "fp16")
+    >>> r["abs_error"], r["rel_error"], r["short"]["abs_error"]
+    ('~-8.1380208333333333e-05', '-0.000244140625', '-1/12288 ~ -8.13802e-05')
     """
     fmt = format(fmt)
+    seed = DEFAULT_SEED if seed is None else seed
     ctx = Context(rounding=rounding, saturate=saturate, ftz=ftz, daz=daz, tininess=tininess,
                   rng=seed)
+    sr = ctx.rounding is Rounding.SR
     source = parse.exact(value)
     result = fmt.round(value, ctx)
     report = _describe(result, ctx)
+    exact = _exact_value(source)
     report.update(
         input=str(value),
         input_value=_input_text(source),
         rounding=ctx.rounding.value,
+        seed=seed if sr else None,
         flags=ctx.flags.names(),
     )
-    exact = _exact_value(source)
     report.update(_errors(result, exact))
     report["notes"] = _notes(result, exact, source, ctx)
+    report["short"].update(_short_errors(result, exact), input_value=(
+        short(exact, 17) if exact else report["input_value"]))
+    report["short"] = report.pop("short")  # last in the JSON: the exact values come first
     return report
 
 
@@ -92,17 +128,53 @@ def explain_bits(bits: int, fmt: Format | str) -> dict[str, Any]:
     >>> r = explain_bits(0x3C00, "fp16")
     >>> r["value"], r["class"], r["next_up"]["value"]
     ('1', 'normal', '1.0009765625')
+    >>> explain_bits(0x3C00, "fp32")["short"]["value"]
+    '15 * 2^-139 ~ 2.15239444e-41'
     """
     fmt = format(fmt)
     x = fmt.from_bits(bits)
     report = _describe(x, Context())
     digits = (fmt.width + 3) // 4
     report.update(input=f"0x{x.bits:0{digits}x} (bits)", input_value=report["value"],
-                  rounding=None, flags=[], abs_error="0" if x.is_finite else None,
-                  rel_error="0" if x.is_finite and not x.is_zero else None,
-                  ulp_error="0" if x.is_finite else None)
+                  rounding=None, seed=None, flags=[])
+    report.update(_errors(x, x.value if x.is_finite else None))
     report["notes"] = _value_notes(x, Context())
+    report["short"].update(_short_errors(x, x.value if x.is_finite else None),
+                           input_value=report["short"]["value"])
+    report["short"] = report.pop("short")
     return report
+
+
+def short(x: Fraction, digits: int = 6) -> str:
+    """``x`` in a few characters: its exact decimal when that has at most 25
+    significant digits; otherwise an exact short form (``m * 2^e`` for a
+    binary value, ``p/q`` for a short fraction) followed by ``~`` and
+    ``digits`` significant digits.
+
+    >>> short(Fraction(21, 2097152)), short(Fraction(1, 2**133), 4)
+    ('1.0013580322265625e-05', '2^-133 ~ 9.184e-41')
+    >>> short(Fraction(-1, 3)), short(Fraction(10**40 + 1, 10**40))
+    ('-1/3 ~ -0.333333', '~ 1')
+    """
+    x = Fraction(x)
+    text = exact_decimal(x)
+    if not text.startswith("~") and _significant_digits(text) <= _SHORT_DIGITS:
+        return text
+    approx = exact_decimal(x, max_digits=digits).lstrip("~")
+    n, d = x.numerator, x.denominator
+    if d & (d - 1) == 0:  # a binary value: m * 2^e with m odd
+        twos = (abs(n) & -abs(n)).bit_length() - 1 if d == 1 else -(d.bit_length() - 1)
+        m = n >> twos if twos > 0 else n
+        if abs(m) < 10**17:  # up to FP64's 53-bit significands
+            exact = f"2^{twos}" if abs(m) == 1 else f"{m} * 2^{twos}"
+            return f"{'-' if m == -1 else ''}{exact} ~ {approx}"
+    ratio = f"{n}/{d}"
+    return f"{ratio} ~ {approx}" if len(ratio) <= 24 else f"~ {approx}"
+
+
+def _significant_digits(text: str) -> int:
+    mantissa = text.lstrip("-").split("e")[0].replace(".", "")
+    return len(mantissa.strip("0")) or 1
 
 
 # -- pieces ---------------------------------------------------------------------
@@ -127,7 +199,20 @@ def _describe(x: Float, ctx: Context) -> dict[str, Any]:
         "ieee_class": x.classify().value,
         "next_down": _neighbour(x, x.next_down()),
         "next_up": _neighbour(x, x.next_up()),
+        "short": {"value": _short_value(x), "next_down": _short_neighbour(x, x.next_down()),
+                  "next_up": _short_neighbour(x, x.next_up())},
     }
+
+
+def _short_value(x: Float) -> str:
+    # enough digits to tell the format's neighbours apart
+    if not x.is_finite or x.is_zero:
+        return str(x)  # nan, inf, -0: the sign and kind, not a number to abridge
+    return short(x.value, _distinguishing_digits(x.fmt))
+
+
+def _distinguishing_digits(fmt: Format) -> int:
+    return max(3, -(-fmt.precision * 30103 // 100000) + 1)
 
 
 def _neighbour(x: Float, n: Float) -> dict[str, str] | None:
@@ -135,6 +220,10 @@ def _neighbour(x: Float, n: Float) -> dict[str, str] | None:
         return None
     digits = (n.fmt.width + 3) // 4
     return {"bits": f"0x{n.bits:0{digits}x}", "value": str(n)}
+
+
+def _short_neighbour(x: Float, n: Float) -> str | None:
+    return None if x.is_nan or n.bits == x.bits else _short_value(n)
 
 
 def _input_text(source: tuple[Any, ...]) -> str:
@@ -147,7 +236,9 @@ def _input_text(source: tuple[Any, ...]) -> str:
         return str(Float(source[1], source[2]))
     if kind == "inf":
         return "-inf" if source[1] else "inf"
-    return "snan" if kind == "snan" else "nan"
+    if source[1] is None:  # a NaN literal: ('nan' | 'snan', None, negative)
+        return ("-" if source[2] else "") + kind
+    return str(Float(source[1], source[2]))  # a NaN with an encoding (a Python float's)
 
 
 def _exact_value(source: tuple[Any, ...]) -> Fraction | None:
@@ -161,19 +252,37 @@ def _exact_value(source: tuple[Any, ...]) -> Fraction | None:
     return None
 
 
-def _errors(result: Float, exact: Fraction | None) -> dict[str, Any]:
+def _error_values(result: Float, exact: Fraction | None) -> tuple[Any, Any, Any] | None:
+    """(absolute, relative, ulp) errors, signed as ERROR_CONVENTION says;
+    None where there is no number to compare (a NaN); 'inf' past the range."""
     if exact is None or result.is_nan:
-        return {"abs_error": None, "rel_error": None, "ulp_error": None}
+        return None
     if result.is_inf:
-        return {"abs_error": "inf", "rel_error": "inf", "ulp_error": "inf"}
+        return ("-inf" if result.is_negative else "inf",) * 3
     err = result.value - exact
-    fmt = result.fmt
-    rel = exact_decimal(abs(err) / abs(exact)) if exact else ("0" if err == 0 else "inf")
-    return {
-        "abs_error": exact_decimal(err),
-        "rel_error": rel,
-        "ulp_error": exact_decimal(err / _ulp_at(fmt, exact)),
-    }
+    if exact:
+        rel: Any = err / abs(exact)
+    else:
+        rel = Fraction(0) if err == 0 else ("inf" if err > 0 else "-inf")
+    return err, rel, err / _ulp_at(result.fmt, exact)
+
+
+def _errors(result: Float, exact: Fraction | None) -> dict[str, Any]:
+    values = _error_values(result, exact)
+    if values is None:
+        return {"abs_error": None, "rel_error": None, "ulp_error": None,
+                "error_convention": ERROR_CONVENTION}
+    return dict(zip(("abs_error", "rel_error", "ulp_error"),
+                    (v if isinstance(v, str) else exact_decimal(v) for v in values)),
+                error_convention=ERROR_CONVENTION)
+
+
+def _short_errors(result: Float, exact: Fraction | None) -> dict[str, Any]:
+    values = _error_values(result, exact)
+    names = ("abs_error", "rel_error", "ulp_error")
+    if values is None:
+        return dict.fromkeys(names)
+    return dict(zip(names, (v if isinstance(v, str) else short(v) for v in values)))
 
 
 def _ulp_at(fmt: Format, x: Fraction) -> Fraction:
@@ -200,33 +309,46 @@ def _notes(result: Float, exact: Fraction | None, source: tuple[Any, ...],
                      + ("±max because of --saturate" if ctx.saturate
                         else "NaN (±max with --saturate)"))
     if kind in ("nan", "snan") or (kind == "code" and Float(source[1], source[2]).is_nan):
-        notes.append("NaN stays NaN (quiet; a signaling NaN raises invalid)")
+        notes.append(_nan_note(result, source, flags))
     if exact is not None:
         if Flag.OVERFLOW in flags:
             notes.append(_overflow_note(result, exact, ctx))
         elif not flags & Flag.INEXACT:
-            notes.append(f"exact: {exact_decimal(exact)} is representable in {fmt.name}")
+            notes.append(f"exact: {short(exact)} is representable in {fmt.name}")
         elif result.is_zero and exact != 0:
             unflushed = _unflushed(result, ctx, source) if ctx.ftz else result
             if not unflushed.is_zero:
                 notes.append(f"flushed to zero by FTZ: without --ftz the result would be "
-                             f"0x{unflushed.bits:0{(fmt.width + 3) // 4}x} = {unflushed}")
+                             f"0x{unflushed.bits:0{(fmt.width + 3) // 4}x} = "
+                             f"{_short_value(unflushed)}")
             else:
                 notes.append(f"underflows to zero: |x| is too small for {fmt.name}, whose "
-                             f"smallest subnormal is {exact_decimal(fmt.min_subnormal)}")
+                             f"smallest subnormal is {short(fmt.min_subnormal)}")
         else:
             ulp = _ulp_at(fmt, exact)
             if exact.denominator == 1 and abs(exact) >= 2 ** fmt.precision:
                 notes.append(f"integers above 2**{fmt.precision} = {2 ** fmt.precision} are not "
                              f"all representable in {fmt.name}: the spacing here is "
-                             f"{exact_decimal(ulp)}")
+                             f"{short(ulp)}")
             way = "up" if result.value > exact else "down"
             notes.append(f"not representable: rounded {way} ({_MODE_WORDS[ctx.rounding]})")
         if Flag.UNDERFLOW in flags:
             notes.append("underflow flag: the result is tiny (below the smallest normal "
-                         f"{exact_decimal(fmt.min_normal)}) and inexact")
+                         f"{short(fmt.min_normal)}) and inexact")
     notes.extend(_value_notes(result, ctx))
     return notes
+
+
+def _nan_note(result: Float, source: tuple[Any, ...], flags: Flag) -> str:
+    """What happened to a NaN input, agreeing with the flags shown."""
+    if source[0] == "snan":
+        kept = "its signaling NaN" if result.is_signaling else "its NaN (it has no signaling NaN)"
+        return (f"a signaling-NaN literal is written as {kept} without a flag: writing a "
+                "value down is not an operation; arithmetic on it raises invalid")
+    if Flag.INVALID in flags:
+        return ("a signaling NaN: converting it raises invalid (shown in flags) and gives a "
+                "quiet NaN")
+    return "NaN stays NaN: a quiet NaN converts without a flag"
 
 
 def _unflushed(result: Float, ctx: Context, source: tuple[Any, ...]) -> Float:
@@ -237,7 +359,7 @@ def _unflushed(result: Float, ctx: Context, source: tuple[Any, ...]) -> Float:
 
 def _overflow_note(result: Float, exact: Fraction, ctx: Context) -> str:
     fmt = result.fmt
-    head = f"overflows: |x| > max = {exact_decimal(fmt.max)} after rounding; "
+    head = f"overflows: |x| > max = {short(fmt.max)} after rounding; "
     if result.is_inf:
         return head + "becomes inf" + ("" if ctx.saturate else " (max with --saturate)")
     if result.is_nan:
@@ -253,7 +375,7 @@ def _value_notes(x: Float, ctx: Context) -> list[str]:
     if x.is_subnormal:
         sig = x.fields()[2]
         notes.append(f"subnormal: only {sig.bit_length()} of {fmt.precision} significant bits "
-                     f"remain (below the smallest normal {exact_decimal(fmt.min_normal)})")
+                     f"remain (below the smallest normal {short(fmt.min_normal)})")
         if not ctx.ftz:
             notes.append("not zero: it becomes 0 only where subnormals are flushed "
                          "(flushes to 0 under FTZ, --ftz)")
@@ -269,10 +391,13 @@ def _value_notes(x: Float, ctx: Context) -> list[str]:
 
 # -- text -----------------------------------------------------------------------
 
-def render(report: dict[str, Any]) -> str:
-    """The report as aligned text for a terminal."""
+def render(report: dict[str, Any], exact: bool = False) -> str:
+    """The report as aligned text for a terminal: long exact values short
+    (``2^-133 ~ 9.18e-41``), or in full with ``exact=True``."""
     mode = report["rounding"]
     how = f" ({_MODE_WORDS[Rounding(mode)]})" if mode else ""
+    if report.get("seed") is not None:
+        how = how[:-1] + f", seed {report['seed']})"
     extras = [name for name in ("saturate", "ftz") if report.get(name)]
     if extras:
         how += " with " + " and ".join(f"--{e}" for e in extras)
@@ -282,23 +407,46 @@ def render(report: dict[str, Any]) -> str:
         f"exponent {f['exponent']}",
         f"fraction {f['fraction']}" if f["fraction"] else "",
     ) if part)
+    brief = report["short"]
+
+    def shown(key: str) -> str:
+        return report[key] if exact else brief[key]
+
+    given = report["input"]
+    value = shown("input_value")
+    if value == given:
+        input_row = given
+    elif value.startswith("~"):
+        input_row = f"{given}  ({value})"
+    elif value.startswith(given + " ~"):
+        input_row = f"{given}  ({value[len(given) + 1:]})"
+    else:
+        input_row = f"{given}  (exactly {value})"
     rows = [
-        ("input", report["input_value"] if report["input"] == report["input_value"]
-         else f"{report['input']}  (exactly {report['input_value']})"),
+        ("input", input_row),
         ("format", report["layout"]),
-        ("result", f"{report['bits']} = {report['value']}"),
+        ("result", f"{report['bits']} = {shown('value')}"),
         ("fields", fields),
         ("class", f"{report['class']} ({report['ieee_class']})"),
     ]
     if report["abs_error"] is not None:
-        rows += [("abs error", report["abs_error"]), ("rel error", report["rel_error"]),
-                 ("ulp error", f"{report['ulp_error']} ulp")]
+        rows += [("abs error", f"{shown('abs_error')}  (result - exact)"),
+                 ("rel error", f"{shown('rel_error')}  ((result - exact) / |exact|)"),
+                 ("ulp error", f"{shown('ulp_error')} ulp")]
     rows.append(("flags", ", ".join(report["flags"]) or "none"))
     for key, label in (("next_down", "next down"), ("next_up", "next up")):
         n = report[key]
-        rows.append((label, f"{n['bits']} = {n['value']}" if n else "none"))
+        rows.append((label, f"{n['bits']} = {n['value'] if exact else brief[key]}"
+                     if n else "none"))
     title = f"{report['input']} in {report['format']}{how}"
     lines = [title, ""] + [f"  {k:<10} {v}" for k, v in rows]
     if report["notes"]:
         lines += ["", "notes:"] + [f"  - {n}" for n in report["notes"]]
+    if not exact and any(_abridged(report, brief, k) for k in brief):
+        lines += ["", "(values after ~ are rounded; --exact prints every value in full)"]
     return "\n".join(lines)
+
+
+def _abridged(report: dict[str, Any], brief: dict[str, Any], key: str) -> bool:
+    full = report[key]["value"] if key in ("next_down", "next_up") and report[key] else report[key]
+    return brief[key] is not None and brief[key] != full

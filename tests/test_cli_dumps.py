@@ -197,7 +197,7 @@ def test_ref_list(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["ref", "nope", "--fmt", "fp16", "a", "b"], "unknown operator 'nope'"),
     (["ref", "add", "--fmt", "fp16", "a", "b"], "add takes 2 input files and an output file"),
-    (["ref", "exp", "a", "b"], "ref needs the inputs' format"),
+    (["ref", "exp", "a", "b"], "input 1 file not found: a"),
     (["ref", "exp", "--fmt", "fp16", "--accumulate", "fp16", "a", "b"],
      "exp does not take --accumulate"),
     (["ref", "cast", "--fmt", "fp16", "a", "b"], "cast needs the output format"),

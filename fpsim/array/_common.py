@@ -50,6 +50,17 @@ VALUE_DTYPE_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn
                      "float4_e2m1fn", "float8_e8m0fnu")
 
 
+def format_of_dtype(dtype: np.dtype) -> Format | None:
+    """The built-in format whose value type ``dtype`` is (in any byte
+    order), or None (integer codes, other dtypes).
+
+    >>> format_of_dtype(np.dtype(">f2")).name
+    'fp16'
+    """
+    name = dtype.newbyteorder("=").name if dtype.kind in "fV" else None
+    return _lookup(name) if name in VALUE_DTYPE_NAMES else None
+
+
 def as_array(x: Any) -> np.ndarray:
     """``x`` as a numpy array without copying where numpy can view it:
     through ``__array__`` (numpy arrays, PyTorch CPU tensors, ...) or, for

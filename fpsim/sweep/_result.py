@@ -86,12 +86,17 @@ class SweepReport:
         state = ("complete" if self.complete else
                  "INTERRUPTED" if self.interrupted else "incomplete")
         lines = [f"fpsim sweep: {s['op']} {space['format']} ({settings}) against "
-                 f"{s['candidate']}: {self.verdict.upper()}",
+                 f"{s['candidate']}: {self.verdict.upper()}"
+                 + (" (nothing compared)" if self.done == 0 else ""),
                  f"  space                {how}, {self.size} tuples",
                  f"  done                 {self.done} tuples, {self.chunks_done}/{self.chunks} "
                  f"chunks of {s['chunk_size']} ({state})",
                  f"  run                  {self.elapsed:.1f} s, {self.rate:,.0f} tuples/s, "
                  f"{self.scheduler}" + (f", resumed at {self.resumed_from}"
-                                        if self.resumed_from else ""),
-                 self.report.table("operands", self.operands_text)]
+                                        if self.resumed_from else "")]
+        if self.done == 0:
+            # no tuple was evaluated: there is no comparison to call OK
+            lines.append("  compared             nothing: stopped before the first chunk was done")
+        else:
+            lines.append(self.report.table("operands", self.operands_text))
         return "\n".join(lines)

@@ -48,17 +48,11 @@ _collectors: list[list[Report]] = []
 
 # -- reading the inputs --------------------------------------------------------
 
-def _format_of_dtype(dtype: np.dtype) -> Format | None:
-    """The built-in format whose value type ``dtype`` is (any byte order)."""
-    name = dtype.newbyteorder("=").name if dtype.kind in "fV" else None
-    return _lookup(name) if name in _common.VALUE_DTYPE_NAMES else None
-
-
 def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None,
                     labels: tuple[str, str], hint: str) -> Format:
     if fmt is not None:
         return _lookup(fmt)
-    found = [_format_of_dtype(x.dtype) for x in (a, b)]
+    found = [_common.format_of_dtype(x.dtype) for x in (a, b)]
     for name, x, f in zip(labels, (a, b), found):
         if f is None:
             raise TypeError(f"cannot tell the format of {name} (dtype {x.dtype}): {hint} for "
@@ -90,7 +84,7 @@ class _Source:
             self.kind = "bits" if dt.kind == "i" and dt.itemsize * 8 == code_bits else "codes"
         elif dt.newbyteorder("=") == _array.value_dtype(fmt):
             self.kind = "bits"
-        elif _format_of_dtype(dt) is not None or dt.kind == "f":
+        elif _common.format_of_dtype(dt) is not None or dt.kind == "f":
             self.kind = "values"
         else:
             raise TypeError(f"{label} has dtype {dt}; accepted: integer codes, or float arrays "

@@ -82,6 +82,12 @@ class Report:
                 out.append({"min": low, "max": high, "count": count})
         return out
 
+    @property
+    def histogram_excluded(self) -> int:
+        """Pairs left out of :attr:`histogram`: those with a NaN on either
+        side, which have no ULP distance."""
+        return self.total - sum(self.bins)
+
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON-ready data."""
         return {
@@ -97,12 +103,13 @@ class Report:
             "max_ulp": self.max_ulp,
             "max_ulp_index": None if self.max_ulp_index is None else list(self.max_ulp_index),
             "histogram": self.histogram,
+            "histogram_excluded": self.histogram_excluded,
             "offenders": [o.to_dict() for o in self.offenders],
         }
 
     def summary(self) -> str:
         """The counts in a few lines (the message of the assertions)."""
-        verdict = "OK" if self.ok else "MISMATCH"
+        verdict = ("OK" if self.total else "OK (nothing compared)") if self.ok else "MISMATCH"
         options = (f"max_ulp={self.max_ulp_allowed}, nan={self.nan}, "
                    f"signed_zero={self.signed_zero}")
         where = "" if self.max_ulp_index is None else f" at index {self.max_ulp_index}"
@@ -113,12 +120,13 @@ class Report:
             f"  within tolerance     {self.within_tolerance:>12}",
             f"  beyond tolerance     {self.beyond_tolerance:>12}",
         ]
-        for label, count in (("NaN mismatch", self.nan_mismatch),
-                             ("inf mismatch", self.inf_mismatch),
-                             ("sign of zero", self.signed_zero_mismatch),
-                             ("ULP distance", self.ulp_mismatch)):
+        # the kinds of the pairs beyond tolerance: counts of pairs
+        for label, count in (("NaN mismatches", self.nan_mismatch),
+                             ("inf mismatches", self.inf_mismatch),
+                             ("zero-sign mismatches", self.signed_zero_mismatch),
+                             (f"ULP distance > {self.max_ulp_allowed}", self.ulp_mismatch)):
             if count:
-                lines.append(f"    {label:<18} {count:>12}")
+                lines.append(f"    {label:<20} {count:>10}")
         lines.append(f"  max ULP distance     {self.max_ulp:>12}{where}")
         return "\n".join(lines)
 
@@ -135,11 +143,18 @@ class Report:
         if hist:
             cells = [(str(h["min"]) if h["min"] == h["max"] else f"{h['min']}-{h['max']}",
                       h["count"]) for h in hist]
-            lines.append("  ULP histogram:       " + ", ".join(f"{k}: {n}" for k, n in cells))
+            excluded = self.histogram_excluded
+            heading = "ULP histogram" + (f" ({excluded} pair{'s' if excluded != 1 else ''} "
+                                         "with a NaN left out)" if excluded else "")
+            lines.append(f"  {heading}: " + ", ".join(f"{k}: {n}" for k, n in cells))
         if self.offenders:
             shown = len(self.offenders)
-            more = "" if shown == self.beyond_tolerance else f" (of {self.beyond_tolerance})"
-            lines.append(f"  first {shown} offenders{more}:")
+            if shown == self.beyond_tolerance:
+                head = "the offender" if shown == 1 else f"the {shown} offenders"
+            else:
+                head = ("the first offender" if shown == 1 else f"the first {shown} offenders")
+                head += f" (of {self.beyond_tolerance})"
+            lines.append(f"  {head}:")
             rows = [(index_label, "kind", "ulp", "actual", "expected", "actual bits (s e f)",
                      "expected bits (s e f)")]
             for o in self.offenders:

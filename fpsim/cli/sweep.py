@@ -15,14 +15,15 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .modes import ROUNDING_NAMES
+from ._common import rounding_options, scheduler_options, tolerance_options
 
 INTERRUPTED = 130
+SUMMARY = "check a kernel against the golden model on every input (exit 0 agree, 1 differ)"
 
 
-def add_command(sub: Any) -> None:
+def add(sub: Any) -> None:
     sw = sub.add_parser(
-        "sweep", help="check a kernel against the golden model on every input",
+        "sweep", help=SUMMARY,
         description="Evaluate OP on every input tuple of a format (or a sample, or the tuples "
                     "holding given special values) with the candidate kernel and with the "
                     "golden model, and print the differential report. Exit status 0: the "
@@ -32,10 +33,7 @@ def add_command(sub: Any) -> None:
                     help="the format (at most 32 bits)")
     sw.add_argument("--against", required=True, metavar="MODULE:FUNCTION",
                     help="the candidate: a callable on numpy arrays, importable from here")
-    sw.add_argument("--rounding", default="rne", help=f"rounding mode: {ROUNDING_NAMES}")
-    sw.add_argument("--saturate", action="store_true", help="golden: clamp overflow to ±max")
-    sw.add_argument("--ftz", action="store_true", help="golden: flush tiny results to zero")
-    sw.add_argument("--daz", action="store_true", help="golden: read subnormal inputs as zero")
+    rounding_options(sw, whose="golden: ")
     sw.add_argument("--nan-policy", default="ieee",
                     help="golden NaN results: ieee (default), x86, arm_default_nan, riscv")
     sw.add_argument("--sample", type=float, default=None, metavar="FRACTION",
@@ -52,30 +50,6 @@ def add_command(sub: Any) -> None:
     tolerance_options(sw)
     sw.add_argument("--no-progress", action="store_true",
                     help="no progress bar, even on a terminal")
-
-
-def tolerance_options(parser: Any) -> None:
-    """The report's options, as ``diff`` and ``sweep`` take them."""
-    parser.add_argument("--max-ulp", type=int, default=0,
-                        help="accepted ULP distance (default 0)")
-    parser.add_argument("--nan", default="any", help="any (default): any NaN matches any NaN; "
-                        "exact: NaN codes must be identical")
-    parser.add_argument("--ignore-zero-sign", action="store_true", help="accept +0 against -0")
-    parser.add_argument("--offenders", type=int, default=10,
-                        help="offenders listed (default 10)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report as one JSON object")
-
-
-def scheduler_options(parser: Any, what: str) -> None:
-    """Where the chunks run, as ``diff`` and ``sweep`` take it."""
-    parser.add_argument("--scheduler", default=None, metavar="local|processes|ADDRESS",
-                        help=f"{what}: local threads, local processes, or a distributed "
-                             "scheduler's address (default: in this process, no Dask)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="workers of a local Dask scheduler (default: the CPU count)")
-    parser.add_argument("--timeout", type=float, default=10.0,
-                        help="seconds to reach a distributed scheduler (default 10)")
 
 
 class _Bar:
@@ -111,10 +85,10 @@ def _duration(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def sweep(args: argparse.Namespace) -> int:
-    from . import sweep as _sweep
-    from .context import Context
-    from .sweep._task import DEFAULT_CHUNK
+def run(args: argparse.Namespace) -> int:
+    from .. import sweep as _sweep
+    from ..context import Context
+    from ..sweep._task import DEFAULT_CHUNK
 
     ctx = Context(rounding=args.rounding, saturate=args.saturate, ftz=args.ftz, daz=args.daz,
                   nan=args.nan_policy)

@@ -1,0 +1,110 @@
+"""``python -m fpsim``: the command line, one module per command.
+
+Usage::
+
+    python -m fpsim explain 1e-5 --fmt fp16 [--rounding MODE] [--saturate] [--ftz] [--json]
+    python -m fpsim explain --bits 0x3C00 --fmt fp16
+    python -m fpsim formats [--json]
+    python -m fpsim diff ACTUAL EXPECTED [--fmt FMT] [--max-ulp N] [--json] [--byteorder ORDER]
+                         [--scheduler local|processes|ADDRESS]
+    python -m fpsim ref OP [--fmt FMT] IN [IN ...] OUT [--shape MxK ...] [--accumulate FMT] ...
+    python -m fpsim vectors [--out DIR] [--check]
+    python -m fpsim sweep OP --fmt FMT --against MODULE:FUNCTION [--scheduler local|ADDRESS]
+                         [--sample FRACTION] [--specials V,...] [--progress-file F] [--json]
+    python -m fpsim --version
+
+``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not;
+``sweep`` likewise for the candidate kernel, and 130 when interrupted
+before a mismatch was found.
+
+Bad input exits with status 2 and one line on stderr; never a traceback.
+The commands are the modules :mod:`fpsim.cli.explain`, ``formats``,
+``diff``, ``ref``, ``vectors`` and ``sweep``; :mod:`fpsim.cli._common`
+states what each provides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from . import diff, explain, formats, ref, sweep, vectors
+from ._common import Parser, UsageError
+
+__all__ = ["main"]
+
+COMMANDS = (explain, formats, diff, ref, vectors, sweep)
+_NAMES = [c.__name__.rsplit(".", 1)[1] for c in COMMANDS]
+
+_EXAMPLES = """\
+examples:
+  python -m fpsim explain 1e-5 --fmt fp16
+  python -m fpsim explain --bits 0x7e --fmt e4m3
+  python -m fpsim diff out.bin gold.bin --fmt fp16 --max-ulp 1
+  python -m fpsim ref list
+
+'python -m fpsim COMMAND --help' describes a command.  Exit status 2 means
+bad input (one line on stderr)."""
+
+
+def _build_parser() -> Parser:
+    parser = Parser(
+        prog="python -m fpsim",
+        description="fpsim: the bit-exact golden model of the floating-point formats\n"
+                    "ML hardware computes in (FP32, FP16, BF16, FP8, MX, ...).",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"fpsim {__version__}")
+    sub = parser.add_subparsers(dest="command", title="commands",
+                                metavar="{" + ",".join(_NAMES) + "}", parser_class=Parser)
+    for command in COMMANDS:
+        command.add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            args, extra = parser.parse_known_args(argv)
+        except SystemExit as done:  # --help and --version print, then stop
+            return int(done.code or 0)
+        if args.command == "ref":
+            # argparse gives 'ref OP --fmt F IN OUT' the paths after the
+            # options as extras: they are the paths.
+            args.paths += [e for e in extra if not e.startswith("-")]
+            extra = [e for e in extra if e.startswith("-")]
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command is None:
+            raise UsageError(f"missing command; accepted: {', '.join(_NAMES)} "
+                             "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16'; "
+                             "'python -m fpsim --help' lists them)")
+        return COMMANDS[_NAMES.index(args.command)].run(args)
+    except (UsageError, ValueError, TypeError, OverflowError) as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    except (ImportError, RuntimeError, ConnectionError) as exc:
+        # a candidate kernel that cannot be imported or that fails; an
+        # unreachable Dask scheduler
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("fpsim: interrupted", file=sys.stderr)
+        return sweep.INTERRUPTED
+    except OSError as exc:  # unreadable or unwritable files
+        return _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    except MemoryError:
+        return _fail("out of memory")
+
+
+def _fail(message: str) -> int:
+    print(f"fpsim: error: {message}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""``python -m fpsim diff``: compare a device's tensor dump with the golden one.
+
+Exit status 0: within tolerance; 1: not; 2: bad input (one line naming the
+file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ._common import lookup_format, scheduler_options, tolerance_options
+
+SUMMARY = "compare a device's tensor dump with the golden one (exit 0 agree, 1 differ)"
+
+
+def add(sub: Any) -> None:
+    df = sub.add_parser(
+        "diff", help=SUMMARY,
+        description="Compare ACTUAL with EXPECTED element by element (raw binary dumps of "
+                    "codes, or .npy files) and print the report. Exit status 0: within "
+                    "tolerance; 1: not; 2: bad input.")
+    df.add_argument("actual", help="the dump under test (raw codes or .npy)")
+    df.add_argument("expected", help="the golden dump (raw codes or .npy)")
+    df.add_argument("--fmt", "--format", dest="fmt", default=None,
+                    help="the format of raw dumps and of .npy files of integer codes "
+                         "(.npy files of float values carry their own)")
+    df.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
+    tolerance_options(df)
+    scheduler_options(df, "compare the chunks on Dask (the files must be readable where the "
+                          "workers run)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..testing import _compare, _dumps, _schedulers
+
+    fmt = lookup_format(args.fmt)
+    if args.nan not in ("any", "exact"):
+        raise ValueError(f"--nan {args.nan!r}: accepted: any, exact")
+    if args.max_ulp < 0 or args.offenders < 0:
+        raise ValueError("--max-ulp and --offenders must not be negative")
+    actual = _dumps.read(args.actual, fmt, args.byteorder, label="ACTUAL")
+    expected = _dumps.read(args.expected, fmt, args.byteorder, label="EXPECTED")
+    for label, path, a in (("ACTUAL", args.actual, actual), ("EXPECTED", args.expected, expected)):
+        if fmt is None and a.dtype.kind in "iu":
+            raise ValueError(f"{label} {path} holds integer codes: give their format with --fmt")
+    if actual.size != expected.size:
+        raise ValueError(f"length mismatch: ACTUAL {args.actual} has {actual.size} elements, "
+                         f"EXPECTED {args.expected} has {expected.size}")
+    if actual.shape != expected.shape:
+        if args.actual.endswith(".npy") and args.expected.endswith(".npy"):
+            raise ValueError(f"shape mismatch: ACTUAL {args.actual} is {actual.shape}, "
+                             f"EXPECTED {args.expected} is {expected.shape}")
+        # a raw dump (flat) against a .npy file: compare in flat order
+        actual, expected = actual.reshape(-1), expected.reshape(-1)
+    options = dict(max_ulp=args.max_ulp, nan=args.nan, signed_zero=not args.ignore_zero_sign,
+                   offenders=args.offenders,
+                   labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
+                   hint="give --fmt")
+    if args.scheduler is None:
+        report = _compare.run(actual, expected, fmt, **options)
+    else:
+        refs = (_dumps.ref(actual, f"ACTUAL {args.actual}"),
+                _dumps.ref(expected, f"EXPECTED {args.expected}"))
+        work = _schedulers.runner(args.scheduler, args.workers, args.timeout)
+        try:
+            report = _compare.run_files(*refs, actual.shape, fmt, work, **options)
+        finally:
+            work.close()
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
+    return 0 if report.ok else 1
