@@ -86,8 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[_NAMES.index(args.command)].run(args)
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         return _fail(str(exc))
-    except BrokenPipeError:  # e.g. piped into head
-        return 0
+    except BrokenPipeError:
+        # Commands write through _common.emit, which keeps their status when
+        # the reader goes away; output lost anywhere else is not a success.
+        return 1
     except (ImportError, RuntimeError, ConnectionError) as exc:
         # a candidate kernel that cannot be imported or that fails; an
         # unreachable Dask scheduler

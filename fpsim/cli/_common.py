@@ -17,6 +17,8 @@ and what is accepted; :func:`fpsim.cli.main` prints it as ``fpsim: error:
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Any, NoReturn
 
 from .. import parse
@@ -51,6 +53,20 @@ def _reads(text: str) -> bool:
     except (ValueError, TypeError, ArithmeticError):
         return False
     return True
+
+
+def emit(text: Any = "") -> None:
+    """Print ``text`` on stdout.  A reader that went away (``| head``) ends
+    the output, not the command: its exit status still says what was
+    found, so a closed pipe never turns a mismatch (1) into success (0)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Point stdout at /dev/null, so that the interpreter's last flush at
+        # exit does not fail again (and set its own status).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def lookup_format(name: str | None, option: str = "--fmt") -> Format | None:

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ..explain import DEFAULT_SEED, explain, explain_bits, render
-from ._common import UsageError, rounding_options
+from ._common import UsageError, emit, rounding_options
 
 SUMMARY = "what happens to a value in a format: bits, exact value, error, flags"
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("explain needs a VALUE (e.g. 1e-5) or --bits 0x3C00")
         report = explain(args.value, args.fmt, rounding=args.rounding, saturate=args.saturate,
                          ftz=args.ftz, tininess=args.tininess, seed=args.seed)
-    print(json.dumps(report, indent=2) if args.json else render(report, exact=args.exact))
+    emit(json.dumps(report, indent=2) if args.json else render(report, exact=args.exact))
     return 0
 
 

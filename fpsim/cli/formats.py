@@ -8,6 +8,7 @@ from typing import Any
 
 from ..formats import Format, formats
 from ..value import exact_decimal
+from ._common import emit
 
 SUMMARY = "a table of every built-in format's limits"
 
@@ -41,7 +42,7 @@ def _row(f: Format) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     rows = [_row(f) for f in formats()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        emit(json.dumps(rows, indent=2))
         return 0
     header = ("name", "S/E/M", "bias", "specials", "p", "emin", "emax", "max",
               "min normal", "min subnormal", "eps")
@@ -57,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
         ))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for i, row in enumerate(table):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        emit("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
         if i == 0:
-            print("  ".join("-" * w for w in widths))
-    print("\nmax is rounded to 8 significant digits; 'formats --json' gives exact values.")
+            emit("  ".join("-" * w for w in widths))
+    emit("\nmax is rounded to 8 significant digits; 'formats --json' gives exact values.")
     return 0

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ._common import rounding_options, scheduler_options, tolerance_options
+from ._common import emit, rounding_options, scheduler_options, tolerance_options
 
 INTERRUPTED = 130
 SUMMARY = "check a kernel against the golden model on every input (exit 0 agree, 1 differ)"
@@ -46,10 +46,25 @@ def add(sub: Any) -> None:
     sw.add_argument("--chunk-size", type=int, default=None,
                     help="tuples per chunk (default 1048576)")
     sw.add_argument("--progress-file", default=None, metavar="FILE",
-                    help="save progress there; resume from it if it exists")
+                    help="save progress there; resume from it if it exists (one sweep at a "
+                         "time per file)")
+    sw.add_argument("--chunk-timeout", type=_seconds, default=None, metavar="SECONDS",
+                    help="end the sweep (exit 2, naming the chunk and its operands) when the "
+                         "candidate takes longer than this on one chunk (default: no limit)")
     tolerance_options(sw)
     sw.add_argument("--no-progress", action="store_true",
                     help="no progress bar, even on a terminal")
+
+
+def _seconds(text: str) -> float:
+    """A positive finite number of seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
+    return value
 
 
 class _Bar:
@@ -101,11 +116,12 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             chunk_size=DEFAULT_CHUNK if args.chunk_size is None else args.chunk_size,
             progress_file=args.progress_file, max_ulp=args.max_ulp, nan=args.nan,
-            signed_zero=not args.ignore_zero_sign, offenders=args.offenders, on_progress=bar)
+            signed_zero=not args.ignore_zero_sign, offenders=args.offenders, on_progress=bar,
+            chunk_timeout=args.chunk_timeout)
     finally:
         if bar is not None:
             bar.close()
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
+    emit(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.interrupted:
         print(f"fpsim: sweep interrupted after {report.done:,} of {report.size:,} tuples"
               + (f"; resume with --progress-file {args.progress_file}"

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._common import UsageError, plural
+from ._common import UsageError, emit, plural
 
 SUMMARY = "write (or --check) the golden test vector files of spec/vectors"
 
@@ -33,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
                              "fpsim, or name the folder with --out DIR")
         problems = _vectors.check(out)
         for p in problems:
-            print(p)
-        print(f"{out}: {'up to date' if not problems else plural(len(problems), 'problem')}")
+            emit(p)
+        emit(f"{out}: {'up to date' if not problems else plural(len(problems), 'problem')}")
         return 1 if problems else 0
     names = _vectors.write(out)
-    print(f"wrote {plural(len(names), 'vector file')} and {_vectors.MANIFEST} under {out}")
+    emit(f"wrote {plural(len(names), 'vector file')} and {_vectors.MANIFEST} under {out}")
     return 0

@@ -37,6 +37,7 @@ The command line: ``python -m fpsim sweep add --fmt fp16 --against
 mykernels:fp16_add [--scheduler local|ADDRESS] [--sample F] [--json]``.
 """
 
+from ._candidate import CandidateError
 from ._candidate import load as load_candidate
 from ._result import SweepReport
 from ._runner import Progress, plan, run
@@ -44,4 +45,4 @@ from ._space import Space
 from ._task import DEFAULT_CHUNK, OPS, Spec
 
 __all__ = ["run", "plan", "SweepReport", "Progress", "Space", "Spec", "OPS", "DEFAULT_CHUNK",
-           "load_candidate"]
+           "load_candidate", "CandidateError"]

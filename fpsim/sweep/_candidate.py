@@ -26,6 +26,11 @@ from ..formats import Format
 NAMING = "'module:function' (an importable module and a callable in it)"
 
 
+class CandidateError(RuntimeError):
+    """The candidate failed (raised, or ran past the chunk timeout): the
+    sweep cannot judge it, which is neither an agreement nor a mismatch."""
+
+
 def name_of(candidate: Any) -> str:
     """``module:qualname`` of a callable (how a progress file records it)."""
     if isinstance(candidate, str):
@@ -86,8 +91,14 @@ def call(candidate: Any, codes: list[np.ndarray], fmt: Format) -> np.ndarray:
     try:
         with np.errstate(all="ignore"):  # inf - inf and the like are the point of a sweep
             out = fn(*args)
-    except Exception as exc:
-        raise RuntimeError(f"the candidate {name!r} raised {type(exc).__name__}: {exc}") from exc
+    except KeyboardInterrupt:
+        raise  # Ctrl-C lands in whatever runs: an interruption, not the candidate's fault
+    except BaseException as exc:
+        # Everything else a candidate raises is its failure, SystemExit(0)
+        # and GeneratorExit included: letting one through could end the
+        # sweep with a success status and no report.
+        raise CandidateError(f"the candidate {name!r} raised {type(exc).__name__}: "
+                             f"{exc}") from exc
     try:
         out = np.asarray(out)
     except Exception as exc:

@@ -1,25 +1,42 @@
 """The progress file: which chunks of a sweep are done and their merged
 tally, so that an interrupted sweep resumes without redoing them.
 
-JSON, written atomically (a temporary file renamed over the old one), so
-an interruption at any moment leaves the previous or the new state::
+JSON, written atomically (a fresh temporary file renamed over the old one),
+so an interruption at any moment leaves the previous or the new state::
 
-    {"fpsim_sweep_progress": 1,
+    {"fpsim_sweep_progress": 2,
      "spec": {...everything that decides the report...},
      "chunks": 4096,
      "done": [[0, 1200], [1204, 1210]],      # half-open ranges of chunk numbers
-     "partial": {...counts, histogram, largest distance, first offenders...}}
+     "partial": {...counts, histogram, largest distance, first offenders...},
+     "digest": "sha256 of the above"}
+
+A progress file decides what a resumed sweep reports, so it is read as
+hostile: it must be a regular file of a sane size, every field must have
+its type and range, the counts must add up (to each other and to the
+tuples in the chunks done), and the digest must match the content, so that
+a file edited by hand (counts set to zero, chunks added) is refused rather
+than turned into a false "agrees".  One sweep at a time may use a file: a
+lock (``FILE.lock``, held with ``flock`` while the sweep runs) refuses a
+second one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from ..testing._tally import Partial
+from ..testing._tally import BINS, COUNTS, Partial
 
-VERSION = 1
+VERSION = 2
+MAX_BYTES = 1 << 28  # far above any real file: its size is that of the offenders and ranges
+_KINDS = ("nan", "inf", "signed_zero", "ulp")
 
 
 def ranges(done: set[int]) -> list[list[int]]:
@@ -33,39 +50,172 @@ def ranges(done: set[int]) -> list[list[int]]:
     return out
 
 
+def _digest(data: dict[str, Any]) -> str:
+    body = {k: data[k] for k in ("fpsim_sweep_progress", "spec", "chunks", "done", "partial")}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def save(path: str, spec: dict[str, Any], chunks: int, done: set[int], partial: Partial) -> None:
-    data = {"fpsim_sweep_progress": VERSION, "spec": spec, "chunks": chunks,
-            "done": ranges(done), "partial": partial.to_dict()}
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load(path: str, spec: dict[str, Any], chunks: int) -> tuple[set[int], Partial] | None:
-    """The done chunks and their tally from ``path``; None if there is no
-    such file.  A file of another sweep (any difference in what decides the
-    report) is an error, not silently restarted or mixed."""
-    if not os.path.exists(path):
-        return None
+    data: dict[str, Any] = {"fpsim_sweep_progress": VERSION, "spec": spec, "chunks": chunks,
+                            "done": ranges(done), "partial": partial.to_dict()}
+    data["digest"] = _digest(data)
+    # A fresh file beside the target (never a fixed name, which could be a
+    # FIFO or another sweep's), then renamed over it.
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
     try:
-        with open(path) as f:
-            data = json.load(f)
-        if data.get("fpsim_sweep_progress") != VERSION:
-            raise ValueError("not an fpsim sweep progress file (version 1)")
-        theirs = data["spec"]
-        if theirs != spec:
-            keys = sorted(k for k in set(theirs) | set(spec) if theirs.get(k) != spec.get(k))
-            raise ValueError(f"it belongs to another sweep (differs in: {', '.join(keys)}); "
-                             "use another file, or delete it to start over")
-        if data["chunks"] != chunks:
-            raise ValueError(f"it counts {data['chunks']} chunks, this sweep {chunks}")
-        done = {c for a, b in data["done"] for c in range(int(a), int(b))}
-        if any(c < 0 or c >= chunks for c in done):
-            raise ValueError("it lists chunks this sweep does not have")
-        partial = Partial.from_dict(data["partial"])
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load(path: str, spec: dict[str, Any], chunks: int,
+         tuples_in: Callable[[set[int]], int]) -> tuple[set[int], Partial] | None:
+    """The done chunks and their tally from ``path``; None if there is no
+    such file.  ``tuples_in(done)`` counts the tuples of chunks ``done``.
+    A file of another sweep (any difference in what decides the report), or
+    one that does not add up, is an error naming the file, never silently
+    restarted, mixed or believed."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ValueError(f"progress file {path}: cannot be read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file (a progress file is a JSON file fpsim wrote)")
+        if info.st_size > MAX_BYTES:
+            raise ValueError(f"{info.st_size} bytes is not the size of a progress file")
+        with open(path, "rb") as f:
+            text = f.read(MAX_BYTES + 1)
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ValueError("not JSON (a progress file is a JSON file fpsim wrote)") from None
+        done, partial = _read(data, spec, chunks, tuples_in)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"progress file {path}: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ValueError(f"progress file {path}: {reason}") from None
     return done, partial
+
+
+def _read(data: Any, spec: dict[str, Any], chunks: int,
+          tuples_in: Callable[[set[int]], int]) -> tuple[set[int], Partial]:
+    if not isinstance(data, dict) or "fpsim_sweep_progress" not in data:
+        raise ValueError(f"not an fpsim sweep progress file (version {VERSION})")
+    version = data["fpsim_sweep_progress"]
+    if version != VERSION:
+        raise ValueError(f"written as version {version!r}, this fpsim reads version {VERSION}; "
+                         "delete it to start the sweep over")
+    missing = {"spec", "chunks", "done", "partial", "digest"} - set(data)
+    if missing:
+        raise ValueError(f"it lacks {', '.join(sorted(missing))}")
+    if data["digest"] != _digest(data):
+        raise ValueError("its content does not match its digest: it was edited or damaged; "
+                         "delete it to start the sweep over")
+    theirs = data["spec"]
+    if not isinstance(theirs, dict):
+        raise ValueError("its spec is not an object")
+    if theirs != spec:
+        keys = sorted(k for k in set(theirs) | set(spec) if theirs.get(k) != spec.get(k))
+        raise ValueError(f"it belongs to another sweep (differs in: {', '.join(keys)}); "
+                         "use another file, or delete it to start over")
+    if data["chunks"] != chunks or type(data["chunks"]) is not int:
+        raise ValueError(f"it counts {data['chunks']!r} chunks, this sweep {chunks}")
+    done = _done(data["done"], chunks)
+    partial = _partial(data["partial"], spec, tuples_in(done))
+    return done, partial
+
+
+def _done(given: Any, chunks: int) -> set[int]:
+    """The chunk numbers of sorted, disjoint, in-range half-open ranges,
+    checked before they are expanded (so a range cannot ask for memory the
+    sweep does not have)."""
+    if not isinstance(given, list):
+        raise ValueError("its chunks done are not a list of ranges")
+    last = 0
+    for r in given:
+        if not (isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r)
+                and last <= r[0] < r[1] <= chunks):
+            raise ValueError(f"its chunks done hold {r!r}: not a sorted, disjoint range of "
+                             f"chunks 0..{chunks}")
+        last = r[1]
+    return {c for a, b in given for c in range(a, b)}
+
+
+def _partial(given: Any, spec: dict[str, Any], tuples: int) -> Partial:
+    """The tally, checked against itself and the tuples it must cover."""
+    if not isinstance(given, dict):
+        raise ValueError("its tally is not an object")
+    for name in COUNTS:
+        if type(given.get(name)) is not int or given[name] < 0:
+            raise ValueError(f"its tally's {name} is not a count: {given.get(name)!r}")
+    bins, top, offenders = given.get("bins"), given.get("top"), given.get("offenders")
+    if not (isinstance(bins, list) and len(bins) == BINS
+            and all(type(b) is int and b >= 0 for b in bins)):
+        raise ValueError(f"its tally's histogram is not {BINS} counts")
+    if not (top is None or (isinstance(top, list) and len(top) == 3
+                            and all(type(x) is int and x >= 0 for x in top))):
+        raise ValueError(f"its tally's largest distance is not (distance, rank, index): {top!r}")
+    if not isinstance(offenders, list) or not all(
+            isinstance(o, list) and len(o) == 6 and type(o[0]) is int and type(o[1]) is int
+            and o[2] in _KINDS and (o[3] is None or type(o[3]) is int)
+            and type(o[4]) is int and type(o[5]) is int for o in offenders):
+        raise ValueError("its tally's offenders are not (rank, index, kind, ulp, actual, "
+                         "expected) lists")
+    c = given
+    tol = spec.get("tolerance", {})
+    limit, max_ulp = tol.get("offenders", 0), tol.get("max_ulp", 0)
+    problems = []
+    if c["total"] != tuples:
+        problems.append(f"it counts {c['total']} tuples, but its chunks done hold {tuples}")
+    if c["exact"] + c["within_tolerance"] + c["beyond_tolerance"] != c["total"]:
+        problems.append("exact, within and beyond tolerance do not add up to the total")
+    kinds = c["nan_mismatch"] + c["inf_mismatch"] + c["signed_zero_mismatch"] + c["ulp_mismatch"]
+    if kinds != c["beyond_tolerance"]:
+        problems.append("the mismatch kinds do not add up to the pairs beyond tolerance")
+    if sum(bins) > c["total"] or (sum(bins) > 0) != (top is not None):
+        problems.append("the histogram does not fit the total and the largest distance")
+    elif top is not None and not c["beyond_tolerance"] and top[0] > max_ulp:
+        problems.append("its largest distance is beyond tolerance, but no pair is")
+    if len(offenders) != min(c["beyond_tolerance"], limit) \
+            or [o[0] for o in offenders] != sorted({o[0] for o in offenders}):
+        problems.append("its offenders do not match the pairs beyond tolerance")
+    if problems:
+        raise ValueError("its tally does not add up (" + "; ".join(problems) + "): it was "
+                         "edited or damaged; delete it to start the sweep over")
+    return Partial.from_dict(given)
+
+
+@contextmanager
+def lock(path: str) -> Iterator[None]:
+    """Hold ``path + ".lock"`` while a sweep uses the progress file ``path``;
+    a second sweep on the same file is refused, not interleaved.  The lock
+    is the kernel's (``flock``): a sweep that dies releases it.  Where there
+    is no ``fcntl`` (Windows) the file is not locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    name = path + ".lock"
+    fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"progress file {path} is in use by another sweep (it holds "
+                             f"{name}); wait for it to end, or use another file") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -4,6 +4,7 @@ resuming its progress, and stopping cleanly on Ctrl-C."""
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import signal
 import threading
@@ -24,7 +25,7 @@ from ..testing._tally import Partial, Tolerance
 from . import _candidate, _progress
 from ._result import SweepReport
 from ._space import MAX_CHUNK, Space
-from ._task import DEFAULT_CHUNK, OPS, Spec, evaluate, operands
+from ._task import DEFAULT_CHUNK, OPS, Spec, evaluate, evaluate_within, operands, within
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,11 @@ def _special_codes(values: Iterable[Any], fmt: Format) -> tuple[int, ...]:
 def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
          rounding: Any = None, sample: float | None = None, seed: int = 0,
          specials: Any = None, chunk_size: int = DEFAULT_CHUNK, max_ulp: int = 0,
-         nan: str = "any", signed_zero: bool = True, offenders: int = 10) -> Spec:
+         nan: str = "any", signed_zero: bool = True, offenders: int = 10,
+         chunk_timeout: float | None = None) -> Spec:
     """Check a sweep's definition and return its :class:`Spec` (what
     :func:`run` does first; bad input raises here, before any work)."""
+    _check_timeout(chunk_timeout)
     if op not in OPS:
         raise ValueError(f"unknown operation {op!r}; a sweep runs: {', '.join(OPS)}")
     fmt = _lookup(fmt)
@@ -127,15 +130,28 @@ def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None
     _candidate.resolve(against)  # fails here if it cannot be imported
     tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
     spec = Spec(op, space, settings, against, chunk_size, tol)
-    _probe(spec)
+    _probe(spec, chunk_timeout)
     return spec
 
 
-def _probe(spec: Spec) -> None:
+def _check_timeout(seconds: Any) -> None:
+    if seconds is not None and (isinstance(seconds, bool)
+                                or not isinstance(seconds, numbers.Real)
+                                or not 0 < seconds < math.inf):
+        raise ValueError(f"chunk_timeout must be a positive finite number of seconds (or "
+                         f"None: no limit), got {seconds!r}")
+
+
+def _probe(spec: Spec, seconds: float | None) -> None:
     """Call the candidate on a few tuples, so that a candidate of the wrong
-    kind fails at once with a clear message."""
+    kind fails at once with a clear message (and one that hangs, within
+    the chunk timeout)."""
     codes, _ = operands(spec, 0, min(4, spec.space.size))
-    _candidate.call(spec.candidate, codes, spec.fmt)
+    if seconds is None:
+        _candidate.call(spec.candidate, codes, spec.fmt)
+    else:
+        within(float(seconds), _candidate.call, (spec.candidate, codes, spec.fmt), spec,
+               lambda: f"its first call (on {len(codes[0])} tuples)")
 
 
 def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
@@ -144,7 +160,8 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         timeout: float = 10.0, chunk_size: int = DEFAULT_CHUNK,
         progress_file: str | None = None, save_every: float = 5.0, max_ulp: int = 0,
         nan: str = "any", signed_zero: bool = True, offenders: int = 10,
-        on_progress: Callable[[Progress], None] | None = None) -> SweepReport:
+        on_progress: Callable[[Progress], None] | None = None,
+        chunk_timeout: float | None = None) -> SweepReport:
     """Sweep an input space of ``op`` in ``fmt``: the candidate ``against``
     against the golden model, chunk by chunk.
 
@@ -182,6 +199,13 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         The tolerance, as :func:`fpsim.testing.compare` takes it.
     on_progress:
         Called with a :class:`Progress` after every chunk.
+    chunk_timeout:
+        Seconds one chunk (and the first probe call) may take: a candidate
+        that runs longer ends the sweep with a
+        :class:`~fpsim.sweep.CandidateError` naming the chunk and its
+        operands' range (the progress file keeps the chunks done).  The hung
+        call is left running in a daemon thread, which cannot be stopped.
+        Default None: no limit.
 
     Returns a :class:`SweepReport`.  Ctrl-C (KeyboardInterrupt) stops the
     sweep: the report then covers the chunks done, with ``interrupted``
@@ -197,13 +221,25 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     """
     spec = plan(op, fmt, against, ctx=ctx, rounding=rounding, sample=sample, seed=seed,
                 specials=specials, chunk_size=chunk_size, max_ulp=max_ulp, nan=nan,
-                signed_zero=signed_zero, offenders=offenders)
+                signed_zero=signed_zero, offenders=offenders, chunk_timeout=chunk_timeout)
+    if progress_file is None:
+        return _run(spec, None, scheduler, workers, timeout, save_every, on_progress,
+                    chunk_timeout)
+    with _progress.lock(progress_file):  # one sweep at a time on a progress file
+        return _run(spec, progress_file, scheduler, workers, timeout, save_every, on_progress,
+                    chunk_timeout)
+
+
+def _run(spec: Spec, progress_file: str | None, scheduler: Any, workers: int | None,
+         timeout: float, save_every: float, on_progress: Callable[[Progress], None] | None,
+         chunk_timeout: float | None) -> SweepReport:
     described = spec.describe()
     chunks = spec.chunks
     done: set[int] = set()
     partial = Partial()
     if progress_file is not None:
-        state = _progress.load(progress_file, described, chunks)
+        state = _progress.load(progress_file, described, chunks,
+                               functools.partial(_count, spec))
         if state is not None:
             done, partial = state
         # Written before any work: an unwritable path fails now, not at the end.
@@ -215,7 +251,9 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     interrupted = False
     try:
         todo = (c for c in range(chunks) if c not in done)
-        for c, p in work.map(functools.partial(evaluate, spec), todo):
+        task = (functools.partial(evaluate, spec) if chunk_timeout is None
+                else functools.partial(evaluate_within, spec, float(chunk_timeout)))
+        for c, p in work.map(task, todo):
             with _interrupt_deferred():  # the tally and the chunks done change together
                 partial.merge(p, spec.tol.offenders)
                 done.add(c)

@@ -17,6 +17,7 @@ element for FP16 add: 37 MiB for the default chunk of 2**20).
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,3 +104,51 @@ def evaluate(spec: Spec, chunk: int) -> Partial:
     expected = getattr(_array, spec.op)(*codes, spec.context(), fmt=fmt)
     actual = _candidate.call(spec.candidate, codes, fmt)
     return summarize(actual, expected, fmt, spec.tol, r0, flat)
+
+
+def evaluate_within(spec: Spec, seconds: float, chunk: int) -> Partial:
+    """:func:`evaluate`, given up after ``seconds``: a candidate that hangs
+    must not hang the sweep (see :func:`within`)."""
+    return within(seconds, evaluate, (spec, chunk), spec, lambda: describe_chunk(spec, chunk))
+
+
+def within(seconds: float, fn: Any, args: tuple[Any, ...], spec: Spec, where: Any) -> Any:
+    """``fn(*args)``, given up after ``seconds``.  It runs in a daemon
+    thread, left behind if it never returns (a Python thread cannot be
+    stopped, and a daemon thread does not hold the process open);
+    :class:`~fpsim.sweep._candidate.CandidateError` names the candidate and
+    ``where()`` it hung."""
+    box: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the caller's thread as it is
+            box.append((False, exc))
+
+    worker = threading.Thread(target=work, name="fpsim-sweep-chunk", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        raise _candidate.CandidateError(
+            f"the candidate {_candidate.name_of(spec.candidate)!r} did not finish {where()} "
+            f"within {seconds:g} s (the chunk timeout)")
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
+
+
+def describe_chunk(spec: Spec, chunk: int) -> str:
+    """``chunk 3 of 4096 (tuples 3145728..4194303, operands (0x0030, 0x0000)
+    to (0x003f, 0xffff))``: where a failure happened, in the operands' codes."""
+    r0, r1 = spec.bounds(chunk)
+    digits = -(-spec.fmt.width // 4)
+
+    def at(rank: int) -> str:
+        codes, _ = operands(spec, rank, rank + 1)
+        text = ", ".join(f"0x{int(c[0]):0{digits}x}" for c in codes)
+        return f"({text})" if len(codes) > 1 else text
+
+    return (f"chunk {chunk} of {spec.chunks} (tuples {r0}..{r1 - 1}, operands {at(r0)} to "
+            f"{at(r1 - 1)})")
