@@ -297,3 +297,18 @@ def test_two_sweep_processes_on_one_file(kernels):
     finally:
         first.kill()
         first.communicate()
+
+
+# -- the command line's one-line errors stay short and on one line --------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["explain", "--bits", "9" * 5000, "--fmt", "fp16"],
+    ["explain", "--bits", "0x" + "f" * 5000, "--fmt", "fp16"],
+    ["explain", "1", "--fmt", "x" * 5000],
+    ["explain", "1", "--rounding", "y" * 5000],
+    ["explain", "1", "--fmt", "a\nb"],
+])
+def test_errors_quoting_huge_or_multiline_arguments_stay_one_short_line(capsys, argv):
+    status, out, err = cli(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("fpsim: error: ") and len(err) < 700

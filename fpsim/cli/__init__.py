@@ -103,7 +103,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("out of memory")
 
 
+_LONGEST = 600  # characters of an error message; longer ones echo a huge input
+
+
 def _fail(message: str) -> int:
+    """One line on stderr, exit 2.  A message quoting a huge argument (a
+    5000-digit --bits, say) keeps its start and end, so it stays readable."""
+    message = " ".join(message.split())  # one line, whatever the input held
+    if len(message) > _LONGEST:
+        cut = len(message) - _LONGEST
+        message = f"{message[:450]} ...({cut:,} characters left out)... {message[-150:]}"
     print(f"fpsim: error: {message}", file=sys.stderr)
     return 2
 

@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _parse_bits(text: str) -> int:
+    if len(text) > 80:  # no code is wider than 64 bits: 66 characters in binary
+        raise UsageError(f"--bits: {len(text):,} characters is more than any format's code "
+                         "(at most 64 bits); accepted: hex like 0x3C00, binary like "
+                         "0b0011110000000000, or decimal")
     try:
         return int(text, 0)
     except ValueError:
