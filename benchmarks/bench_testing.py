@@ -4,7 +4,10 @@ elements, NaNs, infinities and a flipped zero sign, against the golden
 array), beside numpy's own checks of the same arrays in the same run:
 ``numpy.testing.assert_array_max_ulp`` (which computes ULP distances but no
 kinds, histogram or offenders) and ``numpy.array_equal`` of the bit views
-(the cheapest possible bit-exact check).
+(the cheapest possible bit-exact check).  Then the dump readers: ``python -m
+fpsim diff`` of the same arrays written as raw dumps and as ``.npy`` files
+(read chunk by chunk with explicit reads; the files are in the page cache
+after the first run).
 
 The project's goal: under 1 s for compare on its 2-core machine.  Prints
 medians; asserts nothing about time.  Run ``python benchmarks/bench_testing.py``.
@@ -13,10 +16,15 @@ medians; asserts nothing about time.  Run ``python benchmarks/bench_testing.py``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import tempfile
+from pathlib import Path
 
 import numpy as np
 from _timing import median_seconds
 
+from fpsim.cli import main as cli
 from fpsim.testing import compare
 
 
@@ -40,6 +48,12 @@ def numpy_max_ulp(a: np.ndarray, b: np.ndarray) -> None:
         pass
 
 
+def diff(*argv: object) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = cli(["diff", *map(str, argv)])
+    assert status in (0, 1), status
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=10**7)
@@ -58,7 +72,20 @@ def main() -> None:
         ("numpy array_equal of the bits",
          lambda: np.array_equal(kernel.view(np.uint16), golden.view(np.uint16))),
     ]
+    folder = tempfile.TemporaryDirectory()
+    d = Path(folder.name)
+    kernel.tofile(d / "k.bin")
+    golden.tofile(d / "g.bin")
+    np.save(d / "k.npy", kernel)
+    np.save(d / "g.npy", golden)
+    rows += [
+        ("diff of raw dumps, max_ulp=1",
+         lambda: diff(d / "k.bin", d / "g.bin", "--fmt", "fp16", "--max-ulp", "1")),
+        ("diff of .npy files, max_ulp=1",
+         lambda: diff(d / "k.npy", d / "g.npy", "--max-ulp", "1")),
+    ]
     times = {name: median_seconds(fn, args.repeats) for name, fn in rows}
+    folder.cleanup()
     peer = times["numpy assert_array_max_ulp"]
     print(f"{'':34}{'median':>10}  vs numpy max_ulp")
     for name, t in times.items():

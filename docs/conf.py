@@ -45,7 +45,7 @@ exclude_patterns = ["_build"]
 nitpicky = True
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|fractions|decimal|hypothesis|random|collections|typing|types|enum|"
-               r"ml_dtypes|torch|dataclasses|pathlib|os|io)(\..*)?"),
+               r"ml_dtypes|torch|dataclasses|pathlib|os|io|contextlib)(\..*)?"),
     (r"py:.*", r"(SearchStrategy|Fraction|Decimal|ndarray|Generator|Random|Mapping|Sequence|"
                r"Iterator|Callable|Any|Path|PathLike)"),
     # the fields of fpsim.sweep.Spec: internal types, described in its docstring

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import numbers
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -136,8 +137,8 @@ class Context:
     def rng(self, value: Any) -> None:
         if value is None:
             value = random.Random(0)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            value = random.Random(value)
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = random.Random(check_seed(value))
         elif not (isinstance(value, random.Random) or hasattr(value, "integers")):
             raise TypeError("rng must be an int seed, a random.Random or a "
                             f"numpy.random.Generator, got {type(value).__name__}")
@@ -161,10 +162,19 @@ class Context:
         bits = self.sr_bits if bits is None else _check_sr_bits(bits)
         rng = self._rng
         if isinstance(rng, random.Random):
-            return rng.getrandbits(bits)
-        import numpy as np  # a Generator was passed, so numpy is present
+            value = rng.getrandbits(bits)
+        else:
+            import numpy as np  # a Generator was passed, so numpy is present
 
-        return int(rng.integers(0, 1 << bits, dtype=np.uint64))
+            value = rng.integers(0, 1 << bits, dtype=np.uint64)
+        # A number outside [0, 2**bits) would bias every stochastic rounding
+        # (the kernel adds it to the discarded bits): a source that draws
+        # one, such as a subclass or stand-in with its own integers(), is refused.
+        if not (isinstance(value, numbers.Integral) and 0 <= value < (1 << bits)):
+            raise ValueError(f"rng drew {value!r}, not an integer in [0, 2**{bits}); accepted "
+                             "a random.Random, a numpy.random.Generator, or an object whose "
+                             "integers(low, high, dtype=numpy.uint64) draws from [low, high)")
+        return int(value)
 
     def copy(self, **overrides: Any) -> Context:
         """A new context with the same settings, flags and rng, and ``overrides``.
@@ -190,6 +200,17 @@ class Context:
         return (f"Context(rounding={self.rounding.value!r}, saturate={self.saturate}, "
                 f"ftz={self.ftz}, daz={self.daz}, tininess={self.tininess.value!r}, "
                 f"sr_bits={self.sr_bits}, nan={self.nan.name!r}, flags={self.flags!r})")
+
+
+def check_seed(value: Any) -> int:
+    """An int seed of a random generator (Python's or numpy's), checked:
+    numpy refuses negative seeds, and random.Random would take -s as s."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"an rng seed must be an int, got {type(value).__name__}")
+    value = int(value)
+    if value < 0:
+        raise ValueError(f"rng seed {value} is negative; accepted an int >= 0")
+    return value
 
 
 def _check_bool(name: str) -> Any:
@@ -256,8 +277,8 @@ def setcontext(ctx: Context) -> None:
     _current.set(ctx)
 
 
-@contextlib.contextmanager
-def localcontext(ctx: Context | None = None, **overrides: Any) -> Iterator[Context]:
+def localcontext(ctx: Context | None = None,
+                 **overrides: Any) -> contextlib.AbstractContextManager[Context]:
     """Run a block under a copy of ``ctx`` (default: the current context)
     with ``overrides``; the previous context is restored afterwards.  As in
     :mod:`decimal`, flags raised inside stay in the copy.
@@ -266,6 +287,16 @@ def localcontext(ctx: Context | None = None, **overrides: Any) -> Iterator[Conte
     ...     (c.rounding.value, c.ftz)
     ('rdn', True)
     """
+    # Checked at the call, not when the block is entered, so that
+    # localcontext(5) fails where it is written.
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"localcontext() takes a Context or None, got {type(ctx).__name__}; "
+                        "settings go by keyword, e.g. localcontext(rounding='rtz')")
+    return _local(ctx, overrides)
+
+
+@contextlib.contextmanager
+def _local(ctx: Context | None, overrides: dict[str, Any]) -> Iterator[Context]:
     new = (ctx if ctx is not None else getcontext()).copy(**overrides)
     token = _current.set(new)
     try:

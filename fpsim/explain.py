@@ -107,17 +107,24 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     result = fmt.round(value, ctx)
     report = _describe(result, ctx)
     exact = _exact_value(source)
+    far = parse.is_far(source)
     report.update(
-        input=str(value),
-        input_value=_input_text(source),
+        input=_abridged_input(value),
+        input_value=_far_text(source) if far else _input_text(source),
         rounding=ctx.rounding.value,
         seed=seed if sr else None,
         flags=ctx.flags.names(),
     )
-    report.update(_errors(result, exact))
+    # A value beyond every format's range is read by its sign and side
+    # alone (fpsim.parse): it has no error to state, only its notes.
+    report.update(_errors(result, None if far else exact))
     report["notes"] = _notes(result, exact, source, ctx)
-    report["short"].update(_short_errors(result, exact), input_value=(
-        short(exact, 17) if exact else report["input_value"]))
+    if far:
+        report["notes"].insert(0, "the input lies far beyond every format's range: only its "
+                                  "sign and size class (huge or tiny) are read, and they decide "
+                                  "the result in every format and mode")
+    report["short"].update(_short_errors(result, None if far else exact), input_value=(
+        short(exact, 17) if exact and not far else report["input_value"]))
     report["short"] = report.pop("short")  # last in the JSON: the exact values come first
     return report
 
@@ -168,6 +175,8 @@ def short(x: Fraction, digits: int = 6) -> str:
         if abs(m) < 10**17:  # up to FP64's 53-bit significands
             exact = f"2^{twos}" if abs(m) == 1 else f"{m} * 2^{twos}"
             return f"{'-' if m == -1 else ''}{exact} ~ {approx}"
+    if abs(n).bit_length() + d.bit_length() > 80:  # p/q would not be short
+        return f"~ {approx}"
     ratio = f"{n}/{d}"
     return f"{ratio} ~ {approx}" if len(ratio) <= 24 else f"~ {approx}"
 
@@ -224,6 +233,22 @@ def _neighbour(x: Float, n: Float) -> dict[str, str] | None:
 
 def _short_neighbour(x: Float, n: Float) -> str | None:
     return None if x.is_nan or n.bits == x.bits else _short_value(n)
+
+
+def _abridged_input(value: Any) -> str:
+    """The input as given, cut to a readable length (a million digits can
+    be given; the report quotes their start and end)."""
+    text = str(value)
+    if len(text) <= 100:
+        return text
+    return f"{text[:40]}...({len(text) - 60:,} characters)...{text[-20:]}"
+
+
+def _far_text(source: tuple[Any, ...]) -> str:
+    sign = "-" if source[1] else ""
+    huge = source[4] > 0
+    side = f"beyond 1e+{parse.FAR_DECIMAL}" if huge else f"below 1e-{parse.FAR_DECIMAL}"
+    return f"{sign}x with |x| {side}"
 
 
 def _input_text(source: tuple[Any, ...]) -> str:
@@ -416,7 +441,7 @@ def render(report: dict[str, Any], exact: bool = False) -> str:
     value = shown("input_value")
     if value == given:
         input_row = given
-    elif value.startswith("~"):
+    elif value.startswith("~") or "|x|" in value:  # rounded, or far beyond every format
         input_row = f"{given}  ({value})"
     elif value.startswith(given + " ~"):
         input_row = f"{given}  ({value[len(given) + 1:]})"

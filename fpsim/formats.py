@@ -324,8 +324,9 @@ def _check_parameters(f: Format) -> None:
         if not isinstance(v, bool):
             raise TypeError(f"Format {attr} must be True or False, got {v!r}")
     if not 1 <= f.exponent_bits <= MAX_EXPONENT_BITS:
-        # The bound keeps every format's range inside 10**±(10**6), which
-        # lets fpsim.parse read decimal exponents of any size in bounded time.
+        # The bound keeps every format's range inside 2**±(2**20 + 4096),
+        # which lets fpsim.parse decide any value beyond about 10**±316907
+        # from its exponent alone (fpsim.parse.FAR_DECIMAL).
         raise ValueError(f"Format exponent_bits must be between 1 and {MAX_EXPONENT_BITS}, "
                          f"got {f.exponent_bits}")
     if not 0 <= f.mantissa_bits <= MAX_MANTISSA_BITS:

@@ -14,12 +14,14 @@ Float(e4m3, 0x7e, 448)
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from . import parse
+from ._digits import int_to_digits
 from .context import Context, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
 from .formats import format as _lookup
@@ -320,9 +322,13 @@ class Float:
                 if signaling or self.is_signaling or snan:
                     getcontext().raise_flags(INVALID)
                 return None
-            mine = self.value if self.is_finite else float(self)
-            theirs = Fraction(other) if math.isfinite(other) else float(other)
-            return (mine > theirs) - (mine < theirs)
+            # Read exactly (no float stands in for 10**400 or Decimal('1e400')),
+            # a far Decimal as parse's stand-in, which lies on the same side of
+            # every Float as the value itself.
+            src = parse.exact(other)
+            if src[0] == "code":  # a numpy float64: compare as Floats
+                return _arith._compare(self, Float(src[1], src[2]), signaling, None, "compare")
+            return _compare_exact(self, src)
         return NotImplemented  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
@@ -353,6 +359,45 @@ class Float:
         if self.is_nan:
             return object.__hash__(self)
         return hash(self.value if self.is_finite else float(self))
+
+
+def _compare_exact(x: Float, src: tuple[Any, ...]) -> int:
+    """-1, 0 or 1 as the non-NaN Float ``x`` is below, equal to or above
+    the value ``src`` (a finite or infinite result of :func:`parse.exact`),
+    in time bounded by the sizes of the numbers, not by their magnitudes."""
+    # Signs first: -1, 0 or 1 for each side, ±2 for the infinities.
+    if x.is_inf:
+        mine = -2 if x.is_negative else 2
+    else:
+        sig, e = x._significand_exponent() if not x.is_zero else (0, 0)
+        mine = 0 if sig == 0 else (-1 if x.is_negative else 1)
+    if src[0] == "inf":
+        theirs = -2 if src[1] else 2
+    else:
+        _, negative, num, den, exp = src
+        theirs = 0 if num == 0 else (-1 if negative else 1)
+    if mine != theirs or mine in (0, 2, -2):
+        return (mine > theirs) - (mine < theirs)
+    # Same sign, both finite and nonzero: compare |x| = sig × 2**e with
+    # num/den × 2**exp, by their binades where these differ.
+    # sig × 2**e lies in [2**(top - 1), 2**top); num/den × 2**exp strictly
+    # between 2**(low) and 2**(low + 2).
+    top = sig.bit_length() + e
+    low = num.bit_length() - den.bit_length() - 1 + exp
+    if top - 1 >= low + 2:
+        c = 1
+    elif top <= low:
+        c = -1
+    else:
+        # The binades are within two of each other, so the shift is bounded
+        # by the numbers' own sizes.
+        left, right = sig * den, num
+        if e >= exp:
+            left <<= e - exp
+        else:
+            right <<= exp - e
+        c = (left > right) - (left < right)
+    return c if mine > 0 else -c
 
 
 def _operand_for(x: Float, other: Any, symbol: str) -> Float:
@@ -597,21 +642,29 @@ def exact_decimal(x: Fraction, max_digits: int | None = None) -> str:
     >>> exact_decimal(Fraction(1, 3))
     '~0.33333333333333333'
     """
+    if max_digits is not None:
+        if isinstance(max_digits, bool) or not hasattr(max_digits, "__index__"):
+            raise TypeError(f"max_digits must be an int or None, got "
+                            f"{type(max_digits).__name__}")
+        max_digits = max_digits.__index__()
+        if max_digits < 1:
+            raise ValueError(f"max_digits={max_digits}; accepted a positive int or None")
     x = Fraction(x)
     if x == 0:
         return "0"
     sign = "-" if x < 0 else ""
     n, d = abs(x.numerator), x.denominator
+    # The expansion terminates when d = 2**twos × 5**fives.  Every step below
+    # costs about a multiplication of numbers the size of n and d (no loop
+    # over the exponents, no str() of a long int, which Python limits), so
+    # that values of the widest formats print in bounded time.
     twos = (d & -d).bit_length() - 1
-    rest = d >> twos
-    fives = 0
-    while rest % 5 == 0:
-        rest //= 5
-        fives += 1
-    approx = rest != 1
-    if not approx:
+    fives = _five_exponent(d >> twos)
+    approx = fives is None
+    if fives is not None:
         scale = max(twos, fives)
-        digits = str(n * (10 ** scale) // d)
+        # n/d × 10**scale, an integer: no division needed
+        digits = int_to_digits((n << (scale - twos)) * 5 ** (scale - fives))
         exp10 = len(digits) - 1 - scale
         digits = digits.rstrip("0") or "0"
         if max_digits is not None and len(digits) > max_digits:
@@ -620,12 +673,12 @@ def exact_decimal(x: Fraction, max_digits: int | None = None) -> str:
         keep = max_digits or 17
         exp10 = _floor_log10(n, d)
         shift = keep - 1 - exp10
-        scaled = Fraction(n * 10 ** shift, d) if shift >= 0 else Fraction(n, d * 10 ** -shift)
-        rounded = round(scaled)
-        if len(str(rounded)) > keep:
+        num, den = (n * 10 ** shift, d) if shift >= 0 else (n, d * 10 ** -shift)
+        rounded = _round_half_even(num, den)
+        if rounded >= 10 ** keep:  # rounded up to the next power of ten
             exp10 += 1
-            rounded = round(scaled / 10)
-        digits = str(rounded).rstrip("0") or "0"
+            rounded = _round_half_even(num, den * 10)
+        digits = int_to_digits(rounded).rstrip("0") or "0"
     prefix = "~" if approx else ""
     if -4 <= exp10 < 16:
         if exp10 >= 0:
@@ -638,12 +691,60 @@ def exact_decimal(x: Fraction, max_digits: int | None = None) -> str:
     return f"{prefix}{sign}{mantissa}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
 
 
+_LOG2_5 = math.log2(5)
+_LOG10_2 = math.log10(2)
+
+
+def _five_exponent(r: int) -> int | None:
+    """``k`` where the odd ``r`` is ``5**k``, else None.
+
+    >>> _five_exponent(1), _five_exponent(5**300), _five_exponent(3 * 5**300)
+    (0, 300, None)
+    """
+    if r == 1:
+        return 0
+    # 5**k has floor(k × log2(5)) + 1 bits, a different count for every k
+    # (log2(5) > 1): r's bit length names the only candidate.
+    bits = r.bit_length()
+    k = max(1, round((bits - 1) / _LOG2_5))
+    p = _power_of_five(k)
+    while p.bit_length() > bits:
+        p //= 5
+        k -= 1
+    while p.bit_length() < bits:
+        p *= 5
+        k += 1
+    return k if p == r else None
+
+
+@functools.lru_cache(maxsize=8)
+def _power_of_five(k: int) -> int:
+    # Printing one value asks for the same power several times (its
+    # decimal, its error, its neighbours), and far ones are large.
+    return 5 ** k
+
+
+def _round_half_even(num: int, den: int) -> int:
+    q, r = divmod(num, den)
+    twice = r << 1
+    return q + 1 if twice > den or (twice == den and q & 1) else q
+
+
 def _floor_log10(n: int, d: int) -> int:
-    e = len(str(n)) - len(str(d))
-    # adjust so that 10**e <= n/d < 10**(e+1)
-    while (n * 10 ** -e if e < 0 else n) < (d * 10 ** e if e >= 0 else d):
+    """floor(log10(n/d)) for positive ints, from their bit lengths (within
+    one of it) and at most a few exact comparisons.
+
+    >>> _floor_log10(999, 1), _floor_log10(1000, 1), _floor_log10(1, 1000), _floor_log10(1, 1001)
+    (2, 3, -3, -4)
+    """
+    e = math.floor((n.bit_length() - d.bit_length()) * _LOG10_2)
+
+    def below(k: int) -> bool:  # n/d < 10**k
+        return n < d * 10 ** k if k >= 0 else n * 10 ** -k < d
+
+    while below(e):
         e -= 1
-    while (n * 10 ** -(e + 1) if e + 1 < 0 else n) >= (d * 10 ** (e + 1) if e + 1 >= 0 else d):
+    while not below(e + 1):
         e += 1
     return e
 

@@ -248,3 +248,26 @@ def test_ref_review_findings(capsys, tmp_path):
         status, _, err = run(capsys, "ref", "relu", "--fmt", "fp16", tmp_path / "h.bin",
                              "/dev/full")
         assert status == 2 and "No space left" in err
+
+
+@pytest.mark.parametrize("scheduler", [[], ["--scheduler", "local"]])
+def test_diff_fortran_ordered_npy_files_in_c_order(capsys, tmp_path, scheduler):
+    """A .npy file saved in Fortran order holds its elements column by
+    column; the report indexes them as numpy does (C order), in this
+    process and on a scheduler alike."""
+    if scheduler:
+        pytest.importorskip("dask")
+    golden = np.arange(60, dtype=np.float16).reshape(3, 4, 5)
+    device = golden.copy()
+    bits = device.view(np.uint16)
+    bits[2, 0, 1] += 1   # flat C index 41
+    bits[0, 3, 4] += 3   # flat C index 19
+    np.save(tmp_path / "device.npy", np.asfortranarray(device))
+    np.save(tmp_path / "golden.npy", golden)
+    assert np.load(tmp_path / "device.npy").flags.f_contiguous
+    status, out, err = run(capsys, "diff", tmp_path / "device.npy", tmp_path / "golden.npy",
+                           "--json", *scheduler)
+    d = json.loads(out)
+    assert (status, err) == (1, "")
+    assert d["ulp_mismatch"] == 2 and d["exact"] == 58 and d["max_ulp"] == 3
+    assert [o["index"] for o in d["offenders"]] == [[0, 3, 4], [2, 0, 1]]

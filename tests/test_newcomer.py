@@ -272,3 +272,16 @@ def test_a_sweep_stopped_before_its_first_chunk_says_nothing_was_compared(tmp_pa
     r = fpsim("sweep add --fmt e5m2 --against stopped:at_once", tmp_path)
     assert r.returncode == 130
     assert "nothing compared" in r.stdout and "compare: OK" not in r.stdout
+
+
+def test_far_and_enormous_inputs_are_explained_briefly(tmp_path):
+    # 10**99999999 is far beyond every format: read by its sign and side only
+    r = fpsim(["explain", "--fmt", "e4m3", "--", "-1e99999999"], tmp_path, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "(-x with |x| beyond 1e+" in r.stdout and "exactly" not in r.stdout
+    assert "0xff = -nan" in r.stdout  # E4M3 overflows to NaN, keeping the sign
+    # a 100,000-digit integer: quoted by its ends, its value shown short
+    r = fpsim(["explain", "1" * 100000], tmp_path, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "(99,940 characters)" in r.stdout and "~ 1.1111111111111111e+99999" in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) < 200

@@ -4,11 +4,12 @@ codes out of arrays, chunking, and the random numbers of stochastic rounding."""
 from __future__ import annotations
 
 import builtins
+import sys
 from typing import Any
 
 import numpy as np
 
-from ..context import Context
+from ..context import Context, check_seed
 from ..formats import Format
 from ..formats import format as _lookup
 from ..modes import Rounding
@@ -65,6 +66,13 @@ def as_array(x: Any) -> np.ndarray:
     """``x`` as a numpy array without copying where numpy can view it:
     through ``__array__`` (numpy arrays, PyTorch CPU tensors, ...) or, for
     objects that only speak DLPack, :func:`numpy.from_dlpack`."""
+    ma = sys.modules.get("numpy.ma")  # (not imported: x cannot be a masked array)
+    if ma is not None and isinstance(x, ma.MaskedArray):
+        # Its masked elements hold whatever data lies under the mask (numpy
+        # arithmetic on it can leave -inf or garbage there): reading them as
+        # values would be silently wrong, and skipping them is no IEEE rule.
+        raise TypeError("numpy masked arrays are not accepted (the mask would be lost); pass "
+                        "x.filled(value) to choose what masked elements become, or x.data")
     if isinstance(x, np.ndarray):
         return x
     if not hasattr(x, "__array__") and hasattr(x, "__dlpack__"):
@@ -161,7 +169,7 @@ def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ..
     if random_bits is not None:
         if rng is not None:
             raise ValueError("give random_bits= or rng=, not both")
-        r = np.asarray(random_bits)
+        r = as_array(random_bits)
         if r.dtype.kind not in "iu":
             raise TypeError(f"random_bits must be an integer array, got dtype {r.dtype}")
         if r.size and (r.min() < 0 or (sr_bits < 64 and int(r.max()) >= (1 << sr_bits))):
@@ -177,13 +185,36 @@ def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ..
         gen = ctx.rng
         if not hasattr(gen, "integers"):
             gen = np.random.default_rng(gen.getrandbits(64))
-    elif isinstance(gen, int) and not isinstance(gen, bool):
-        gen = np.random.default_rng(gen)
-    if not hasattr(gen, "integers"):
+    else:
+        gen = check_rng(gen)
+        if not hasattr(gen, "integers"):
+            gen = np.random.default_rng(gen)
+
+    def draw(start: int, stop: int) -> np.ndarray:
+        r = gen.integers(0, 1 << sr_bits, size=stop - start, dtype=U64, endpoint=False)
+        # A stand-in generator's numbers must be what the kernels add to the
+        # discarded bits: one per element, each in [0, 2**sr_bits).
+        r = np.asarray(r)
+        if (r.shape != (stop - start,) or r.dtype.kind not in "iu"
+                or (r.size and (r.min() < 0 or (sr_bits < 64 and int(r.max()) >> sr_bits)))):
+            raise ValueError(f"rng.integers(0, 2**{sr_bits}, size={stop - start}) gave "
+                             f"{r.dtype} values of shape {r.shape}, not that many integers in "
+                             f"[0, 2**{sr_bits}); accepted a numpy.random.Generator or an int "
+                             "seed")
+        return r.astype(U64, copy=False)
+
+    return draw
+
+
+def check_rng(rng: Any) -> Any:
+    """An ``rng=`` argument, checked where it enters: an int seed (>= 0,
+    returned as an int) or an object with numpy's ``integers``."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return check_seed(rng)
+    if not hasattr(rng, "integers"):
         raise TypeError(f"rng must be a numpy.random.Generator or an int seed, got "
                         f"{type(rng).__name__}")
-    return lambda start, stop: gen.integers(0, 1 << sr_bits, size=stop - start, dtype=U64,
-                                            endpoint=False)
+    return rng
 
 
 import fpsim  # noqa: E402,F401  (doctests)

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from ._common import lookup_format, scheduler_options, tolerance_options
+from ._common import emit, lookup_format, scheduler_options, tolerance_options
 
 SUMMARY = "compare a device's tensor dump with the golden one (exit 0 agree, 1 differ)"
 
@@ -58,15 +58,13 @@ def run(args: argparse.Namespace) -> int:
                    offenders=args.offenders,
                    labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
                    hint="give --fmt")
-    if args.scheduler is None:
-        report = _compare.run(actual, expected, fmt, **options)
-    else:
-        refs = (_dumps.ref(actual, f"ACTUAL {args.actual}"),
-                _dumps.ref(expected, f"EXPECTED {args.expected}"))
-        work = _schedulers.runner(args.scheduler, args.workers, args.timeout)
-        try:
-            report = _compare.run_files(*refs, actual.shape, fmt, work, **options)
-        finally:
-            work.close()
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report)
+    # In this process too the chunks are read as a task elsewhere reads them
+    # (explicit reads, each file checked for changes), and the scheduler's
+    # options are checked whether or not a scheduler is named.
+    work = _schedulers.runner(args.scheduler, args.workers, args.timeout)
+    try:
+        report = _compare.run_files(actual, expected, actual.shape, fmt, work, **options)
+    finally:
+        work.close()
+    emit(json.dumps(report.to_dict(), indent=2) if args.json else report)
     return 0 if report.ok else 1

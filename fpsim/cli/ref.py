@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from typing import Any
 
-from ._common import lookup_format, plural, rounding_options
+from ._common import emit, lookup_format, plural, rounding_options
 
 SUMMARY = "write the golden output of a reference operator on tensor dumps ('ref list')"
 
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.op == "list":
         for r in _reference.REFERENCES.values():
             extra = f" [{' '.join(_flag(o) for o in r.options)}]" if r.options else ""
-            print(f"{r.name:<12} {r.inputs} input{'s' if r.inputs > 1 else ' '}  "
+            emit(f"{r.name:<12} {r.inputs} input{'s' if r.inputs > 1 else ' '}  "
                   f"{r.summary}{extra}")
         return 0
     op = _reference.reference(args.op)
@@ -53,21 +55,53 @@ def run(args: argparse.Namespace) -> int:
     shapes = [_dumps.parse_shape(s) for s in args.shape] + [None] * op.inputs
     inputs = args.paths[:-1]
     fmt = lookup_format(args.fmt)
-    arrays = [_dumps.read(p, fmt, args.byteorder, shapes[i], f"input {i + 1}")
-              for i, p in enumerate(inputs)]
+    dumps = [_dumps.read(p, fmt, args.byteorder, shapes[i], f"input {i + 1}")
+             for i, p in enumerate(inputs)]
     if fmt is None:
-        fmt = _format_of_inputs(inputs, arrays)
-    operands = [_dumps.codes_of(a, fmt, f"input {i + 1} ({p})")
-                for i, (p, a) in enumerate(zip(inputs, arrays))]
+        fmt = _format_of_inputs(inputs, dumps)
+    _check_size(op, dumps)
+    operands = [_dumps.codes_of(d.load(), fmt, f"input {i + 1} ({p})")
+                for i, (p, d) in enumerate(zip(inputs, dumps))]
     result = op.run(operands, fmt, **kw)
     out_fmt = kw.get("out", fmt)
     out = args.paths[-1]
     _dumps.write(out, result, out_fmt, args.byteorder)
     shape = "x".join(map(str, result.shape)) or "scalar"
     how = ".npy" if out.endswith(".npy") else f"raw codes, {args.byteorder}-endian"
-    print(f"wrote {out}: {op.name} of {plural(op.inputs, fmt.name + ' input')}, "
+    emit(f"wrote {out}: {op.name} of {plural(op.inputs, fmt.name + ' input')}, "
           f"{out_fmt.name}, shape {shape} ({how})")
     return 0
+
+
+# The array engine's working memory per element, inputs and output together
+# (measured: about 40 bytes per output element of a matmul, 8 of an
+# elementwise add): what fits the machine's memory at this rate is computed,
+# anything larger is refused before any work.
+WORK_BYTES = 64
+
+
+def _check_size(op: Any, dumps: list[Any]) -> None:
+    """Refuse, from the shapes alone, an output (with the inputs) larger
+    than this machine's memory: a small or empty input can ask for one
+    ((4e9 × 0) @ (0 × 4e9), broadcasting, --shape 1000000x1000000x0 summed
+    over its last axis), and computing it would grow memory until killed."""
+    out = op.shape([d.shape for d in dumps])
+    if out is None:  # the operator refuses these shapes itself, before any work
+        return
+    elements = math.prod(out) + sum(d.size for d in dumps)
+    memory = _physical_memory()
+    if elements * WORK_BYTES > memory:
+        raise ValueError(f"{op.name}: the output would have {plural(math.prod(out), 'element')} "
+                         f"(shape {'x'.join(map(str, out)) or 'scalar'}), more than this "
+                         f"machine's memory ({memory / 2**30:.1f} GiB) can compute at about "
+                         f"{WORK_BYTES} bytes an element (inputs included)")
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume 16 GiB
+        return 16 << 30
 
 
 def _format_of_inputs(paths: list[str], arrays: list[Any]) -> Any:

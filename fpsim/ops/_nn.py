@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from ..array._common import as_array
 from ..context import Context
 from ..formats import FP32
 from ._operands import Operand, constant, declared, deliver
@@ -42,6 +43,9 @@ class _Call:
         self.order = check_order(op, order)
         codes = self.operand.codes
         if axis is not None:
+            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+                raise TypeError(f"{op}(): axis={axis!r}; accepted one integer in "
+                                f"[{-codes.ndim}, {codes.ndim})")
             (self.axis,) = normalized_axes(op, codes.ndim, axis)
             codes = np.moveaxis(codes, self.axis, -1)
         # Every element in C, converted at once, in C order of the input.
@@ -349,7 +353,7 @@ def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: 
     _check_reduction("cross_entropy", reduction)
     c = _Call("cross_entropy", logits, fmt, ctx, compute, accumulate, out, order, rng,
               overrides, -1)
-    t = np.asarray(target)
+    t = as_array(target)  # (a masked target is refused, as every operand is)
     if c.x.ndim != 2 or t.shape != c.x.shape[:1] or t.dtype.kind not in "iu":
         raise ValueError(f"cross_entropy(): needs logits of shape (N, K) and integer target "
                          f"of shape (N,); got {c.operand.codes.shape} and {t.shape} "

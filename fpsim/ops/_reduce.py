@@ -83,9 +83,14 @@ def check_order(op: str, order: Any) -> Any:
 
 
 def _pieces(order: tuple[str, int], k: int) -> list[range]:
-    kind, n = order
+    kind, n = order[0], int(order[1])
     if kind == "blocked":
         return [builtins.range(i, min(i + n, k)) for i in builtins.range(0, k, n)]
+    # Pieces beyond the k-th would be empty and are skipped: s > k splits as
+    # s = k does, and costs no loop over s.
+    n = min(n, k)
+    if not n:
+        return []
     base, extra = divmod(k, n)
     out, start = [], 0
     for i in builtins.range(n):
@@ -104,6 +109,11 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
     of ``piece`` from +0, ``term(i)`` is term ``i`` alone (for the pairwise
     tree)."""
     zero = np.zeros(shape, array.code_dtype(fmt))
+    if not zero.size:
+        # No output element: no step has anything to round, raise or draw,
+        # so none runs (k may be far larger than the data, as in a (0, K)
+        # operand, which holds no element whatever K is).
+        return zero
     if order == "pairwise":
         # A binary counter: two partial sums of the same size merge at once,
         # which builds the level-by-level tree of adjacent pairs, keeping
@@ -133,7 +143,16 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
 def normalized_axes(op: str, ndim: int, axis: Any) -> list[int]:
     """``axis`` (an integer or a tuple of them) as non-negative axes of an
     array of ``ndim`` dimensions, checked."""
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes: tuple[Any, ...] = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise TypeError(f"{op}(): axis={axis!r}; accepted None, an integer in [{-ndim}, "
+                        f"{ndim}) or a tuple of them")
+    if len(axes) > ndim:  # (checked before any entry: a long tuple costs nothing)
+        raise ValueError(f"{op}(): {len(axes)} axes given for an array of {ndim} "
+                         "dimension(s); each axis may appear once")
     norm = []
     for ax in axes:
         if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool) or not -ndim <= ax < ndim:
@@ -340,7 +359,8 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     else:
         assert total_fmt is not None
         total = np.zeros(shape, array.code_dtype(total_fmt))
-        for piece in _pieces(("blocked", int(promote_every)), k):
+        # (an empty output has no partial sum to promote, whatever k is)
+        for piece in _pieces(("blocked", int(promote_every)), k if total.size else 0):
             acc = sequence(piece)
             total = steps.add(total, steps.convert(acc, acc_fmt, total_fmt), total_fmt)
     return deliver(steps.convert(total, total_fmt, out_fmt), out_fmt, a.typed)

@@ -31,6 +31,7 @@ from ..context import Context, getcontext
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
 from ..ops._operands import Operand
+from . import _checks
 from ._elements import ElementFormat
 from ._quantize import Quantized, Recipe, _deliver, _Groups, element, mode_name, scale_and_cast
 
@@ -56,14 +57,17 @@ class DelayedScaling:
                  saturate: bool = True, ctx: Context | None = None) -> None:
         self.element_format: ElementFormat = element("DelayedScaling", element_format)
         self.scale_format = _lookup(scale_format)
-        for name, value, low in (("history_len", history_len, 1), ("interval", interval, 1),
-                                 ("margin", margin, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"DelayedScaling: {name}={value!r}; accepted an integer "
-                                 f">= {low}")
+        history_len, interval, margin = (
+            _checks.positive_int("DelayedScaling", name, value, low)
+            for name, value, low in (("history_len", history_len, 1),
+                                     ("interval", interval, 1), ("margin", margin, 0)))
         if amax_compute not in ("max", "most_recent"):
             raise ValueError(f"DelayedScaling: amax_compute={amax_compute!r}; accepted 'max' "
                              "or 'most_recent'")
+        _checks.settings(rounding, saturate)
+        if ctx is not None and not isinstance(ctx, Context):
+            raise TypeError(f"DelayedScaling: ctx must be an fpsim.Context or None, got "
+                            f"{type(ctx).__name__}")
         self.history_len, self.interval, self.margin = history_len, interval, margin
         self.amax_compute = amax_compute
         self.rounding, self.saturate = rounding, saturate
@@ -88,6 +92,7 @@ class DelayedScaling:
         update the scale when the interval is reached."""
         ctx = self.ctx if self.ctx is not None else getcontext()
         source = Operand("DelayedScaling.step", x, fmt)
+        _checks.rng(rng)  # (before any step raises a flag)
         sfmt, elem = self.scale_format, self.element_format
         groups = _Groups("tensor", source.codes.shape)
         scale = np.asarray(self._scale)
@@ -119,8 +124,16 @@ class DelayedScaling:
         top = array.encode(np.array(float(self.element_format.max)), sfmt, ctx)
         s = array.div(top, self._history[i:i + 1].reshape(()), ctx, fmt=sfmt)
         if self.margin:
-            s = array.div(s, array.encode(np.array(2.0 ** self.margin), sfmt, ctx), ctx,
-                          fmt=sfmt)
+            s = array.div(s, _power_of_two(self.margin, sfmt, ctx), ctx, fmt=sfmt)
         self._scale = s
 
+
+def _power_of_two(n: int, fmt: Format, ctx: Context) -> np.ndarray:
+    """2**n rounded once into ``fmt`` under ``ctx``, as a 0-d array of codes."""
+    if n <= 1023:  # exact in float64
+        return array.encode(np.array(2.0 ** n), fmt, ctx)
+    # Beyond float64 (and so beyond every format of the array engine): read
+    # exactly from its hex form, which costs nothing for any n.
+    code = fmt.round(f"0x1p{n}", ctx).bits
+    return np.array(code, array.code_dtype(fmt))
 

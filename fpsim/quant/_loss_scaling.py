@@ -13,6 +13,7 @@ infinity or NaN, the step is skipped, the scale is multiplied by
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from .. import array
 from ..context import Context
 from ..formats import FP32, Format
 from ..formats import format as _lookup
+from . import _checks
 
 __all__ = ["LossScaler", "StepRecord", "ScaleSweep", "scale_sweep"]
 
@@ -55,19 +57,18 @@ class LossScaler:
 
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000) -> None:
-        if not growth_factor > 1.0:
-            raise ValueError(f"LossScaler: growth_factor={growth_factor!r}; accepted > 1")
-        if not 0.0 < backoff_factor < 1.0:
-            raise ValueError(f"LossScaler: backoff_factor={backoff_factor!r}; accepted in (0, 1)")
-        if (isinstance(growth_interval, bool) or not isinstance(growth_interval, int)
-                or growth_interval < 1):
-            raise ValueError(f"LossScaler: growth_interval={growth_interval!r}; accepted a "
-                             "positive integer")
+        op = "LossScaler"
+        # Each is held in FP32, as GradScaler holds them: checked as FP32 values.
+        scale = _checks.fp32_value(op, "init_scale", init_scale, _POSITIVE_FP32)
+        growth = _checks.fp32_value(op, "growth_factor", growth_factor,
+                                    "a finite number > 1 (as an FP32 value)", lambda v: v > 1)
+        backoff = _checks.fp32_value(op, "backoff_factor", backoff_factor,
+                                     "a number in (0, 1) (as an FP32 value)",
+                                     lambda v: 0 < v < 1)
+        self.growth_interval = _checks.positive_int(op, "growth_interval", growth_interval)
         self._ctx = Context()
-        self._scale = _fp32(init_scale, self._ctx)
-        self._growth = _fp32(growth_factor, self._ctx)
-        self._backoff = _fp32(backoff_factor, self._ctx)
-        self.growth_interval = growth_interval
+        self._scale, self._growth, self._backoff = (
+            np.array(x.bits, np.uint32) for x in (scale, growth, backoff))
         self.growth_tracker = 0
         self.records: list[StepRecord] = []
 
@@ -77,8 +78,10 @@ class LossScaler:
         return float(array.decode(self._scale, FP32))
 
     def update(self, found_inf: bool) -> None:
-        """GradScaler's update after a step (see the module's docstring)."""
-        if found_inf:
+        """GradScaler's update after a step (see the module's docstring).
+        ``found_inf``: True or False (numpy's too), or 1.0 / 0.0 as
+        PyTorch's ``found_inf`` tensors hold it."""
+        if _found_inf(found_inf):
             self._scale = array.mul(self._scale, self._backoff, self._ctx, fmt=FP32)
             self.growth_tracker = 0
             return
@@ -105,14 +108,28 @@ class LossScaler:
         return record
 
 
-def _fp32(value: float, ctx: Context) -> np.ndarray:
-    return array.encode(np.array(float(value)), FP32, ctx)
+_POSITIVE_FP32 = ("a positive number whose FP32 value is finite and nonzero (about 1.4e-45 to "
+                  "3.4e+38)")
 
 
-def _fp32_values(gradients: Any) -> np.ndarray:
+def _found_inf(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.bool_):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        if value in (0, 1):
+            return bool(value)
+        raise ValueError(f"LossScaler.update(): found_inf={value!r}; accepted True or False "
+                         "(or 1.0 / 0.0)")
+    raise TypeError(f"LossScaler.update(): found_inf={value!r}; accepted True or False "
+                    "(or 1.0 / 0.0)")
+
+
+def _fp32_values(gradients: Any, op: str = "LossScaler.step()") -> np.ndarray:
     """Gradients as the float64 values of FP32 numbers (rounded into FP32
     first where they are not)."""
-    return array.decode(array.encode(np.asarray(gradients, np.float64), FP32, Context()), FP32)
+    g = _checks.float_values(op, "gradients", gradients)
+    return array.decode(array.encode(g, FP32, Context()), FP32)
 
 
 def _scaled_fractions(g: np.ndarray, scale: float, fmt: Format) -> tuple[float, float, bool]:
@@ -166,14 +183,25 @@ def scale_sweep(gradients: Any, scales: Any = None,
     >>> [(r["scale"], r["format"], r["underflow"]) for r in t.rows if r["format"] != "e5m2"]
     [(1.0, 'fp16', 0.25), (1.0, 'bf16', 0.0), (65536.0, 'fp16', 0.0), (65536.0, 'bf16', 0.0)]
     """
-    g = _fp32_values(gradients)
+    op = "scale_sweep()"
+    g = _fp32_values(gradients, op)
     if scales is None:
         scales = [2.0**k for k in range(25)]
+    elif isinstance(scales, (str, bytes)) or not isinstance(scales, Iterable):
+        raise TypeError(f"{op}: scales must be a sequence of numbers, got "
+                        f"{type(scales).__name__}")
+    if isinstance(formats, (str, Format)) or not isinstance(formats, Iterable):
+        raise TypeError(f"{op}: formats must be a sequence of format names such as "
+                        f"('fp16', 'bf16'), got {type(formats).__name__} {formats!r}")
+    # All checked before the first row is computed.  A loss scale is an FP32
+    # value, as GradScaler's: each is rounded into FP32 once, exactly.
+    fp32_scales = [(s, float(_checks.fp32_value(op, f"scales[{i}]", s, _POSITIVE_FP32)))
+                   for i, s in enumerate(scales)]
+    fmts = [(name, _lookup(name)) for name in formats]
     rows = []
-    for s in scales:
-        scale = float(_fp32_values(float(s)))  # a loss scale is an FP32 value, as GradScaler's
-        for name in formats:
-            under, over, _ = _scaled_fractions(g, scale, _lookup(name))
+    for s, scale in fp32_scales:
+        for name, fmt in fmts:
+            under, over, _ = _scaled_fractions(g, scale, fmt)
             rows.append({"scale": float(s), "format": name, "underflow": under,
                          "overflow": over})
     return ScaleSweep(rows)

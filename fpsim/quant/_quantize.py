@@ -28,6 +28,7 @@ or divided by it (``"max/amax"``), exactly, rounded once to float64.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ from .. import array
 from ..context import Context, getcontext
 from ..formats import FP32, Format
 from ..ops._operands import Operand, declared
+from . import _checks
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
 
 __all__ = ["Recipe", "Quantized", "quantize"]
@@ -178,8 +180,15 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     op = "quantize"
     elem = element("quantize()", element_format)
     source = Operand(op, x, fmt)
+    # Settings the last step reads, checked before any step raises a flag.
+    _checks.settings(rounding, saturate)
+    _checks.rng(rng)
+    if eps is not None:
+        check_eps(eps)
     if ctx is None:
         ctx = getcontext()
+    elif not isinstance(ctx, Context):
+        raise TypeError(f"quantize(): ctx must be an fpsim.Context, got {type(ctx).__name__}")
     if scaling == "mx":
         from ._mx import quantize_mx
 
@@ -219,6 +228,19 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                                      rounding, saturate, rng)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
                      sfmt, recipe, saturated, groups)
+
+
+def check_eps(eps: Any) -> None:
+    """``eps=``: a positive number, finite as a float (it is rounded into the
+    scale format from its float64 value)."""
+    _checks.real("quantize()", "eps", eps)
+    try:
+        value = float(eps)
+    except OverflowError:
+        value = math.inf
+    if not (0 < value < math.inf):
+        raise ValueError(f"quantize(): eps={eps!r}; accepted a positive number, finite and "
+                         "nonzero in float64 (the floor of the scale or of amax)")
 
 
 def scale_and_cast(source: Operand, elem: ElementFormat, sfmt: Format, multiplier: np.ndarray,

@@ -23,6 +23,7 @@ whatever the input size (memory-mapped files stream through).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +34,7 @@ from ..array import _common
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
+from ._dumps import Dump
 from ._report import Offender, Report
 from ._tally import Partial, Tolerance, summarize
 
@@ -72,12 +74,20 @@ class _Source:
       type are read as bit patterns, as from ``tensor.view(torch.int16)``);
     * arrays of ``fmt``'s value type are read as their bits;
     * other float arrays (numpy, ml_dtypes) must hold values of ``fmt``
-      only: each chunk is converted and must convert back to itself."""
+      only: each chunk is converted and must convert back to itself.
 
-    def __init__(self, label: str, x: np.ndarray, fmt: Format, hint: str) -> None:
+    ``x`` may be a :class:`~fpsim.testing._dumps.Dump` (a file on disk),
+    whose chunks are read from the file."""
+
+    def __init__(self, label: str, x: np.ndarray | Dump, fmt: Format, hint: str,
+                 scratch: np.ndarray | None = None) -> None:
         self.label, self.fmt, self.hint = label, fmt, hint
         self.size = x.size
-        self.flat = x.reshape(-1) if x.ndim <= 1 or x.flags.c_contiguous else x.flat
+        if isinstance(x, Dump):
+            self._slice = functools.partial(x.read, scratch=scratch)
+        else:
+            flat = x.reshape(-1) if x.ndim <= 1 or x.flags.c_contiguous else x.flat
+            self._slice = lambda start, stop: np.asarray(flat[start:stop])
         dt = x.dtype
         code_bits = _array.code_dtype(fmt).itemsize * 8
         if dt.kind in "iu":
@@ -91,7 +101,7 @@ class _Source:
                             "(numpy, ml_dtypes) whose values are in the format")
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        x = np.asarray(self.flat[start:stop])
+        x = self._slice(start, stop)
         if self.kind == "values":
             return self._converted(x)
         if self.kind == "codes":
@@ -286,45 +296,61 @@ def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
     return tally
 
 
-def run_files(actual: tuple[str, int, str, int], expected: tuple[str, int, str, int],
-              shape: tuple[int, ...], fmt: Format | None, runner: Any, *, max_ulp: int,
-              nan: str, signed_zero: bool, offenders: int, labels: tuple[str, str],
-              hint: str) -> Report:
-    """:func:`run` on two dumps on disk, each given as ``(path, byte offset,
-    dtype, element count)``, chunk by chunk on ``runner`` (see
-    :mod:`fpsim.testing._schedulers`): each chunk maps its slice of both
-    files where it runs, so the files must be readable there."""
+def run_files(a: Dump, b: Dump, shape: tuple[int, ...], fmt: Format | None, runner: Any, *,
+              max_ulp: int, nan: str, signed_zero: bool, offenders: int,
+              labels: tuple[str, str], hint: str) -> Report:
+    """:func:`run` on two dumps on disk (:func:`fpsim.testing._dumps.read`)
+    of as many elements, compared in flat order and reported in ``shape``,
+    chunk by chunk on ``runner`` (see :mod:`fpsim.testing._schedulers`):
+    each chunk reads its slice of both files where it runs, so the files
+    must be readable there.  A file that changed while it was read raises
+    :class:`~fpsim.testing._dumps.DumpError`."""
     _check_options(max_ulp, nan, signed_zero, offenders)
     tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
-    a, b = (_mapped(ref) for ref in (actual, expected))
+    if a.size != b.size:
+        raise ValueError(f"length mismatch: {labels[0]} has {a.size} elements, {labels[1]} "
+                         f"has {b.size}")
     f = _resolve_format(a, b, fmt, labels, hint)
     _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)  # reject bad dtypes here
-    job = functools.partial(_file_partial, actual, expected, f, tol, labels, hint)
+    job = functools.partial(_file_partial, a, b, f, tol, labels, hint)
     tally = Partial()
     for _, p in runner.map(job, _chunks(a.size, CHUNK)):
         tally.merge(p, tol.offenders)
     if tally.counts["total"] != a.size:
         raise RuntimeError(f"the scheduler returned {tally.counts['total']} of {a.size} "
                            "compared elements")
+    for dump in (a, b):  # the counts are of the files as they were opened
+        dump.check()
     report = tally.report(f, shape, tol)
     _collect(report)
     return report
 
 
-def _mapped(ref: tuple[str, int, str, int]) -> np.ndarray:
-    path, offset, dtype, count = ref
-    if count == 0:
-        return np.zeros(0, np.dtype(dtype))
-    return np.memmap(path, dtype=np.dtype(dtype), mode="r", offset=offset, shape=(count,))
-
-
-def _file_partial(actual: tuple[str, int, str, int], expected: tuple[str, int, str, int],
-                  fmt: Format, tol: Tolerance, labels: tuple[str, str], hint: str,
-                  span: tuple[int, int]) -> Partial:
+def _file_partial(actual: Dump, expected: Dump, fmt: Format, tol: Tolerance,
+                  labels: tuple[str, str], hint: str, span: tuple[int, int]) -> Partial:
     start, stop = span
-    a, b = (_Source(label, _mapped(ref), fmt, hint) for label, ref in
-            zip(labels, (actual, expected)))
+    a, b = (_Source(label, dump, fmt, hint, _scratch(i, (stop - start) * dump.dtype.itemsize))
+            for i, (label, dump) in enumerate(zip(labels, (actual, expected))))
     return summarize(a.read(start, stop), b.read(start, stop), fmt, tol, start)
+
+
+# Buffers that chunks of dumps are read into, one pair per thread, reused:
+# new memory for every chunk costs a page fault per page touched, which made
+# reading the chunks several times slower than copying them.  At most a
+# chunk of FP64 codes each.
+_scratch_space = threading.local()
+_SCRATCH_MAX = CHUNK * 8
+
+
+def _scratch(slot: int, nbytes: int) -> np.ndarray | None:
+    if nbytes > _SCRATCH_MAX:
+        return None
+    pair = getattr(_scratch_space, "pair", None)
+    if pair is None:
+        pair = _scratch_space.pair = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    if pair[slot].size < nbytes:
+        pair[slot] = np.empty(nbytes, np.uint8)
+    return pair[slot]
 
 
 def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = None, *,

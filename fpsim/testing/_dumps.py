@@ -8,22 +8,42 @@ stores them; 2 for FP16/BF16; 4 for FP32/TF32; 8 for FP64).  Packed FP4 (two
 elements per byte) is not read.
 
 ``.npy`` files carry their dtype and shape: float dtypes (numpy, ml_dtypes)
-are values, integer dtypes are codes.  Both kinds are memory-mapped, so a
-comparison streams through files bigger than memory.
+are values, integer dtypes are codes.
+
+:func:`read` opens a dump and returns a :class:`Dump`: where its data lies,
+not the data.  A comparison reads it chunk by chunk (so files bigger than
+memory stream through), in this process or in a task elsewhere (a
+:class:`Dump` pickles).  Dumps are read as hostile input
+(:mod:`fpsim._files`): only regular files, with explicit reads rather than a
+memory map, and a file that changes while it is read is reported, never
+compared.
 """
 
 from __future__ import annotations
 
+import io
+import math
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .. import _files
 from .. import array as _array
 from ..array import _common
 from ..formats import Format
 
 BYTEORDERS = {"little": "<", "big": ">"}
+# numpy's limits on an array: dimensions, and bytes counting the non-zero sizes only.
+MAX_DIMS = 64
+MAX_BYTES = (1 << 63) - 1
+# A Fortran-ordered .npy file is read in C order, in blocks of elements whose
+# disk positions are computed together (index arrays of at most 64 dimensions
+# times this many), each read covering at most GATHER_SPAN elements around
+# the ones wanted: bounded memory, few reads.
+GATHER_BLOCK = 1 << 16
+GATHER_SPAN = 1 << 20
 
 
 class DumpError(ValueError):
@@ -36,50 +56,225 @@ def _dtype(fmt: Format, byteorder: str) -> np.dtype:
     return _array.code_dtype(fmt).newbyteorder(BYTEORDERS[byteorder])
 
 
-def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "little",
-         shape: tuple[int, ...] | None = None, label: str = "input") -> np.ndarray:
-    """The dump at ``path`` as an array (memory-mapped): values for a
-    ``.npy`` file of a float dtype, codes otherwise.  Raw dumps need ``fmt``
-    and take ``shape`` (default: flat)."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise DumpError(f"{label} file not found: {path}")
-    if os.path.isdir(path):
-        raise DumpError(f"{label} is a directory, not a file: {path}")
-    if path.endswith(".npy"):
+@dataclass(frozen=True)
+class Dump:
+    """A dump's elements on disk: ``shape`` elements of ``dtype`` from byte
+    ``offset`` of ``path``, stored in C order (``fortran``: Fortran order)
+    as ``stored`` (of which ``shape`` is a C-order reshape).  ``stamp`` is
+    the file's ``(device, inode, size, mtime_ns)`` when it was opened."""
+
+    path: str
+    label: str                 # how messages name it, with the path: "ACTUAL"
+    offset: int
+    dtype: np.dtype
+    stored: tuple[int, ...]
+    fortran: bool
+    shape: tuple[int, ...]
+    stamp: tuple[int, int, int, int]
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} {self.path}"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def reshape(self, *shape: Any) -> Dump:
+        """The same elements in C order as ``shape`` (one size may be -1)."""
+        dims = list(shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
+        if dims.count(-1) == 1:
+            rest = math.prod(d for d in dims if d != -1)
+            dims[dims.index(-1)] = self.size // rest if rest else 0
+        if math.prod(dims) != self.size or any(d < 0 for d in dims):
+            raise ValueError(f"cannot reshape {self.name} of {self.size} elements as {shape}")
+        return Dump(self.path, self.label, self.offset, self.dtype, self.stored, self.fortran,
+                    tuple(dims), self.stamp)
+
+    def read(self, start: int, stop: int, scratch: np.ndarray | None = None) -> np.ndarray:
+        """Elements ``start:stop`` of the dump in flat C order: in
+        ``scratch`` (bytes, uint8) when it is large enough, else in new
+        memory."""
+        fd = self._reopen()
         try:
-            a = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise DumpError(f"{label} {path} is not a readable .npy file ({exc})") from None
-        if a.dtype.kind == "V" and a.dtype.fields is None and a.dtype.itemsize in (1, 2, 4, 8):
-            # ml_dtypes arrays saved with np.save come back as raw bytes: codes.
-            a = a.view(f"u{a.dtype.itemsize}")
-        if a.dtype.kind in "iu" and fmt is not None:
-            width = _array.code_dtype(fmt).itemsize
-            if a.dtype.itemsize != width:
-                raise DumpError(f"{label} {path} holds {a.dtype.itemsize}-byte codes; "
-                                f"{fmt.name} codes take {width} byte{'s' if width > 1 else ''}")
-        elif a.dtype.kind not in "iuf" and a.dtype.kind != "V":
-            raise DumpError(f"{label} {path} holds {a.dtype} data; accepted: float values "
-                            "(numpy, ml_dtypes) or integer codes")
-        if shape is not None and a.size != int(np.prod(shape)):
-            raise DumpError(f"{label} {path} has {a.size} elements, not the "
-                            f"{int(np.prod(shape))} of shape {shape}")
-        return a if shape is None else a.reshape(shape)
-    if fmt is None:
-        raise DumpError(f"{label} {path} is a raw dump: give its format with --fmt")
-    dt = _dtype(fmt, byteorder)
-    size = os.path.getsize(path)
-    if size % dt.itemsize:
-        raise DumpError(f"{label} {path} is {size} bytes, not a multiple of {fmt.name}'s "
-                        f"{dt.itemsize}-byte elements")
-    n = size // dt.itemsize
-    if shape is not None and int(np.prod(shape)) != n:
-        raise DumpError(f"{label} {path} has {n} {fmt.name} elements, not the "
-                        f"{int(np.prod(shape))} of shape {shape}")
-    if n == 0:
-        return np.zeros(shape or (0,), dt)
-    return np.memmap(path, dtype=dt, mode="r", shape=shape or (n,))
+            if not self.fortran or len(self.stored) < 2:
+                return self._span(fd, start, stop, scratch)
+            out = np.empty(stop - start, self.dtype)
+            for first in range(start, stop, GATHER_BLOCK):
+                last = min(first + GATHER_BLOCK, stop)
+                # Disk positions of these C-order elements, read a window at
+                # a time in disk order.
+                pos = np.ravel_multi_index(np.unravel_index(np.arange(first, last), self.stored),
+                                           self.stored, order="F")
+                order = np.argsort(pos, kind="stable")
+                pos = pos[order]
+                block = out[first - start:last - start]
+                i = 0
+                while i < pos.size:
+                    j = int(np.searchsorted(pos, pos[i] + GATHER_SPAN))
+                    lo = int(pos[i])
+                    block[order[i:j]] = self._span(fd, lo, int(pos[j - 1]) + 1)[pos[i:j] - lo]
+                    i = j
+            return out
+        finally:
+            os.close(fd)
+
+    def load(self) -> np.ndarray:
+        """The whole dump in memory, as an array of ``shape``."""
+        if self.size == 0:
+            return np.zeros(self.shape, self.dtype)
+        fd = self._reopen()
+        try:
+            flat = self._span(fd, 0, self.size)
+        finally:
+            os.close(fd)
+        a = flat.reshape(self.stored[::-1]).T if self.fortran else flat.reshape(self.stored)
+        return a.reshape(self.shape)
+
+    def check(self) -> None:
+        """Raise :class:`DumpError` unless the file is the one opened, as it
+        was (same file, size and modification time): call it after the last
+        read, so that a file that changed is reported, not compared."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            raise DumpError(f"{self.name} changed while it was read (it is gone)") from None
+        self._unchanged(info, replaced=(info.st_dev, info.st_ino) != self.stamp[:2])
+
+    def _reopen(self) -> int:
+        # By path: a task on another machine reads the file there.  The
+        # device and inode can differ between machines, so they are checked
+        # at the end (:meth:`check`), where the dump was opened.
+        if not os.path.exists(self.path):
+            raise DumpError(f"{self.name} changed while it was read (it is gone)")
+        fd, info = _files.open_regular(self.path, self.label, DumpError)
+        try:
+            self._unchanged(info)
+        except DumpError:
+            os.close(fd)
+            raise
+        return fd
+
+    def _unchanged(self, info: os.stat_result, replaced: bool = False) -> None:
+        was = self.stamp[2]
+        if info.st_size != was:
+            why = f"it was {was:,} bytes, now {info.st_size:,}"
+        elif replaced:
+            why = "it was replaced by another file"
+        elif info.st_mtime_ns != self.stamp[3]:
+            why = "it was modified"
+        else:
+            return
+        raise DumpError(f"{self.name} changed while it was read ({why})")
+
+    def _span(self, fd: int, start: int, stop: int,
+              scratch: np.ndarray | None = None) -> np.ndarray:
+        """Elements ``start:stop`` as stored on disk."""
+        want = (stop - start) * self.dtype.itemsize
+        if scratch is not None and scratch.size >= want:
+            out = scratch[:want].view(self.dtype)
+        else:
+            out = np.empty(stop - start, self.dtype)
+        got = _files.read_into(fd, memoryview(out).cast("B"),
+                               self.offset + start * self.dtype.itemsize) if want else 0
+        if got < want:  # the file shrank since it was opened
+            self._unchanged(os.fstat(fd))
+            raise DumpError(f"{self.name} changed while it was read (a read at byte "
+                            f"{self.offset + start * self.dtype.itemsize + got:,} found its end)")
+        return out
+
+
+def check_shape(shape: tuple[int, ...], what: str, itemsize: int = 8) -> None:
+    """A shape numpy can hold: at most 64 dimensions, and elements of
+    ``itemsize`` bytes in fewer than 2**63 bytes counting only the non-zero
+    sizes (numpy's own limits; an empty array of shape (2**40, 2**40, 0) is
+    refused too)."""
+    if len(shape) > MAX_DIMS:
+        raise DumpError(f"{what} has {len(shape)} dimensions; at most {MAX_DIMS}")
+    if math.prod(s for s in shape if s) * itemsize > MAX_BYTES:
+        raise DumpError(f"{what} is larger than any array can be (its non-zero sizes times "
+                        f"{itemsize} bytes must be below 2**63)")
+
+
+def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "little",
+         shape: tuple[int, ...] | None = None, label: str = "input") -> Dump:
+    """The dump at ``path`` (a regular file): values for a ``.npy`` file of
+    a float dtype, codes otherwise.  Raw dumps need ``fmt`` and take
+    ``shape`` (default: flat).  Only the header is read here."""
+    path = os.fspath(path)
+    name = f"{label} {path}"
+    fd, info = _files.open_regular(path, label, DumpError)
+    try:
+        if path.endswith(".npy"):
+            offset, dt, stored, fortran = _npy_header(fd, name)
+            if dt.kind in "iu" and fmt is not None:
+                width = _array.code_dtype(fmt).itemsize
+                if dt.itemsize != width:
+                    raise DumpError(f"{name} holds {dt.itemsize}-byte codes; {fmt.name} codes "
+                                    f"take {width} byte{'s' if width > 1 else ''}")
+            n = math.prod(stored)
+            unit = "elements"
+            needed = n * dt.itemsize
+            if info.st_size - offset < needed:
+                raise DumpError(f"{name}: its header promises {needed:,} bytes of data (shape "
+                                f"{stored}, {dt}), the file holds {info.st_size - offset:,} "
+                                "after the header")
+        else:
+            if fmt is None:
+                raise DumpError(f"{name} is a raw dump: give its format with --fmt")
+            dt = _dtype(fmt, byteorder)
+            if info.st_size % dt.itemsize:
+                raise DumpError(f"{name} is {info.st_size} bytes, not a multiple of "
+                                f"{fmt.name}'s {dt.itemsize}-byte elements")
+            offset, fortran = 0, False
+            n = info.st_size // dt.itemsize
+            unit = f"{fmt.name} elements"
+            stored = (n,)
+    finally:
+        os.close(fd)
+    if shape is not None:
+        check_shape(shape, f"shape {shape}")
+        if math.prod(shape) != n:
+            raise DumpError(f"{name} has {n} {unit}, not the {math.prod(shape)} of shape "
+                            f"{shape}")
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    return Dump(path, label, offset, dt, stored, fortran,
+                stored if shape is None else tuple(shape), stamp)
+
+
+def _npy_header(fd: int, name: str) -> tuple[int, np.dtype, tuple[int, ...], bool]:
+    """``(data offset, dtype, shape, fortran_order)`` from a .npy header
+    (numpy bounds the header's size)."""
+    fmt = np.lib.format
+    f = io.FileIO(fd, closefd=False)
+    try:
+        version = fmt.read_magic(f)
+        if version == (1, 0):
+            stored, fortran, dt = fmt.read_array_header_1_0(f)
+        elif version == (2, 0):
+            stored, fortran, dt = fmt.read_array_header_2_0(f)
+        else:
+            raise ValueError(f".npy format version {version[0]}.{version[1]}; accepted: 1.0, "
+                             "2.0")
+    except (ValueError, OSError, SyntaxError, TypeError) as exc:
+        raise DumpError(f"{name} is not a readable .npy file ({exc})") from None
+    if dt.hasobject:
+        raise DumpError(f"{name} holds Python objects; accepted: float values (numpy, "
+                        "ml_dtypes) or integer codes")
+    if dt.kind == "V" and dt.fields is None and dt.subdtype is None \
+            and dt.itemsize in (1, 2, 4, 8):
+        # ml_dtypes arrays saved with np.save are stored as raw bytes: codes.
+        dt = np.dtype(f"u{dt.itemsize}")
+    elif dt.kind not in "iuf" or dt.subdtype is not None:
+        raise DumpError(f"{name} holds {dt} data; accepted: float values (numpy, ml_dtypes) "
+                        "or integer codes")
+    stored = tuple(int(s) for s in stored)
+    check_shape(stored, f"{name}'s shape {stored}", dt.itemsize)
+    return f.tell(), dt, stored, bool(fortran)
 
 
 def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
@@ -97,18 +292,8 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
         return
     data = codes.astype(_dtype(fmt, byteorder), copy=False)
     with open(path, "wb") as out:  # a failed write (a full disk) raises OSError
-        out.write(memoryview(data).cast("B"))
-
-
-def ref(a: np.ndarray, label: str) -> tuple[str, int, str, int]:
-    """``(path, byte offset, dtype, element count)`` of a dump read by
-    :func:`read`: what a task elsewhere needs to map it again."""
-    if a.size == 0:
-        return ("", 0, a.dtype.str, 0)
-    if not isinstance(a, np.memmap) or a.filename is None or not a.flags.c_contiguous:
-        raise DumpError(f"{label} is not a C-ordered file on disk; compare it without "
-                        "--scheduler")
-    return (a.filename, int(a.offset), a.dtype.str, int(a.size))
+        # flat: a byte view of an empty array of several dimensions (0×0) is refused
+        out.write(memoryview(data.reshape(-1)).cast("B"))
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -120,6 +305,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise DumpError(f"shape {text!r}: accepted: sizes joined by 'x', e.g. 64x128") from None
     if any(s < 0 for s in shape):
         raise DumpError(f"shape {text!r} has a negative size")
+    check_shape(shape, f"shape {text!r}")
     return shape
 
 

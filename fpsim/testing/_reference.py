@@ -22,6 +22,26 @@ from ..formats import Format
 SETTINGS = ("rounding", "saturate", "ftz", "daz")
 
 
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def _reduced(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    return shapes[0][:-1] if shapes[0] else None
+
+
+def _matmul_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    x, y = shapes
+    if len(x) != 2:
+        return None
+    if len(y) == 1:  # a raw dump, read as K×N (see _matmul)
+        return (x[0], y[0] // x[1]) if x[1] and not y[0] % x[1] else None
+    return (x[0], y[1]) if len(y) == 2 else None
+
+
 @dataclass(frozen=True)
 class Reference:
     name: str
@@ -29,6 +49,9 @@ class Reference:
     run: Callable[..., np.ndarray]
     options: tuple[str, ...]   # declared numerics beyond the context settings
     summary: str
+    # The output's shape from the inputs' shapes, known before any work (None
+    # where the inputs do not fit the operator: running it says why).
+    shape: Callable[[list[tuple[int, ...]]], tuple[int, ...] | None] = _broadcast
 
 
 def _elementwise(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
@@ -76,15 +99,15 @@ REFERENCES = {r.name: r for r in [
     *(Reference(n, 1, _elementwise(getattr(_ops, n)), ("compute", "out"), f"{n} (fpsim.ops)")
       for n in ("sigmoid", "silu", "gelu")),
     Reference("sum", 1, _last_axis(_ops.sum), ("accumulate", "out", "order"),
-              "sum over the last axis"),
+              "sum over the last axis", _reduced),
     Reference("mean", 1, _last_axis(_ops.mean), ("accumulate", "out", "order"),
-              "mean over the last axis"),
+              "mean over the last axis", _reduced),
     *(Reference(n, 1, _last_axis(getattr(_ops, n)), _DECLARED, f"{n} over the last axis")
       for n in ("softmax", "log_softmax")),
     *(Reference(n, 1, lambda ops, fmt, _n=n, **kw: getattr(_ops, _n)(ops[0], fmt=fmt, **kw),
                 _DECLARED, f"{n} over the last axis (no weight or bias)")
       for n in ("layer_norm", "rms_norm")),
-    Reference("matmul", 2, _matmul, _DECLARED, "M×K times K×N"),
+    Reference("matmul", 2, _matmul, _DECLARED, "M×K times K×N", _matmul_shape),
 ]}
 
 

@@ -12,6 +12,8 @@ runners that need them import them.
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -91,12 +93,18 @@ class Distributed:
             self.client, self._own = where, False
         else:
             try:
+                _probe(where, timeout)
                 self.client = distributed.Client(where, timeout=timeout, set_as_default=False)
-            except (OSError, TimeoutError, ValueError) as exc:
+            except OSError as exc:  # TimeoutError included
                 raise ConnectionError(f"cannot reach the Dask scheduler at {where!r} within "
                                       f"{timeout:g} s ({type(exc).__name__}: {exc}); start one "
                                       "(dask scheduler, or distributed.LocalCluster) or leave "
                                       "the scheduler out to run in this process") from None
+            except Exception as exc:  # a malformed address, a protocol not set up
+                raise ValueError(f"cannot use the Dask scheduler address {where!r} "
+                                 f"({type(exc).__name__}: {exc}); accepted: local, threads, "
+                                 "processes, or a running scheduler's address such as "
+                                 "tcp://127.0.0.1:8786") from None
             self._own = True
         workers = self.client.scheduler_info().get("workers", {})
         threads = sum(w.get("nthreads", 1) for w in workers.values()) or 1
@@ -138,6 +146,30 @@ class Distributed:
             self.client.close()
 
 
+def _probe(address: str, timeout: float) -> None:
+    """Open and close one connection to ``address``.  ``distributed.Client``
+    closes itself when a scheduler cannot be reached, but not when the
+    address is malformed (``tcp://host:abc``, an unknown protocol) or its
+    protocol is not set up (``tls://`` without certificates): it raises and
+    leaves a half-made client whose finalizer prints a traceback at exit.
+    Connecting alone raises the same errors and leaves nothing behind."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def once() -> None:
+        comm = await connect(address, timeout=timeout,
+                             **Security().get_connection_args("client"))
+        await comm.close()
+
+    # In a thread of its own: its event loop must not meet one running here
+    # (a notebook's).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, once()).result()
+
+
 def _ignore_sigint() -> None:
     import signal
 
@@ -148,9 +180,15 @@ def runner(scheduler: Any, workers: int | None, timeout: float) -> Any:
     """The runner for ``scheduler``: None (in this process), ``"local"``
     (Dask threads), ``"threads"``, ``"processes"``, a scheduler address, or
     a ``distributed.Client``."""
+    # Checked whatever the scheduler, so a bad value is refused alike by
+    # every command and call (diff and sweep, Python and the command line).
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
-        raise ValueError(f"workers must be a positive int, got {workers!r}")
+        raise ValueError(f"--workers/workers must be a positive int, got {workers!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
+            or not 0 < timeout < math.inf:
+        raise ValueError("--timeout/timeout must be a positive finite number of seconds, got "
+                         f"{timeout!r}")
     if scheduler is None or scheduler == "inprocess":
         return InProcess()
     if isinstance(scheduler, str):
