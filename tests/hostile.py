@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 
 def cli(*argv: object, timeout: float = 60, limit: int | None = None
@@ -30,3 +31,12 @@ def one_line_error(status: int, err: str, *needles: str) -> None:
     assert "Traceback" not in err
     for needle in needles:
         assert needle in err, (needle, err)
+
+
+def run(capsys: Any, *argv: object) -> tuple[int, str, str]:
+    """``main(ARGV)`` in this process: the exit status, stdout and stderr."""
+    from fpsim.cli import main
+
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err

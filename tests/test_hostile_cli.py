@@ -17,16 +17,9 @@ import time
 import numpy as np
 import pytest
 
-from fpsim.cli import main
 from fpsim.testing import _schedulers
 
-from hostile import cli, one_line_error
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
+from hostile import cli, one_line_error, run
 
 
 @pytest.fixture

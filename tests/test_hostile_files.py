@@ -22,22 +22,15 @@ import pytest
 
 import fpsim
 from fpsim import _files
-from fpsim.cli import main
 from fpsim.testing import _dumps
 
-from hostile import cli, one_line_error
+from hostile import cli, one_line_error, run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32",
                                 reason="FIFOs, /dev/zero and symlinks are POSIX's")
 
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 N = 1000  # elements of the FP16 dumps here: 2,000 bytes
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.fixture
