@@ -125,29 +125,42 @@ def summarize(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance,
     same = a == b
     n_same = int(np.count_nonzero(same))
     counts["exact"] = n_same
-    numeric = ~_ulp.nans(a, fmt)
-    at = None
+    # The masks over the whole chunk are the costly part of a comparison
+    # that mostly agrees: one NaN mask of a, counted; the differing pairs
+    # (usually few) are classified on their own.
+    nan = _ulp.nans(a, fmt)
+    n_nan = int(np.count_nonzero(nan))
+    at = any_nan = None
     if n_same < n:
         at = np.flatnonzero(~same)
         a, b = a[at], b[at]
         nan_a, inf_a, zero_a = _ulp.kinds(a, fmt)
         nan_b, inf_b, zero_b = _ulp.kinds(b, fmt)
-        numeric[at] = ~(nan_a | nan_b)
-    p.bins[0] = int(np.count_nonzero(numeric & same))
+        any_nan = nan_a | nan_b
+        p.bins[0] = n_same - (n_nan - int(np.count_nonzero(nan_a)))  # identical non-NaN pairs
+    else:
+        p.bins[0] = n - n_nan
 
     def place(i: int) -> tuple[int, int]:
         rank = rank0 + i if isinstance(rank0, int) else int(rank0[i])
         return rank, rank if index is None else int(index[i])
 
     def first_numeric() -> None:
-        if numeric.any():
-            p.top = (0, *place(int(np.argmax(numeric))))
+        """The first pair without a NaN, at distance 0."""
+        if n_nan == 0 and (any_nan is None or not any_nan.any()):
+            first = 0 if n else None
+        else:
+            numeric = np.logical_not(nan, out=nan)  # nan is not needed after this
+            if at is not None:
+                numeric[at] = ~any_nan
+            first = int(np.argmax(numeric)) if numeric.any() else None
+        if first is not None:
+            p.top = (0, *place(first))
 
     if at is None:
         first_numeric()
         return p
 
-    any_nan = nan_a | nan_b
     d = _ulp.distance(a, b, fmt)
     per_bin = np.bincount(np.searchsorted(_BIN_EDGES, d[~any_nan], side="right"),
                           minlength=BINS)

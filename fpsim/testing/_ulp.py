@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..array._kernel import specials
-from ..formats import Format
+from ..formats import Format, Specials
 from ..formats import format as _lookup
 
 U64 = np.uint64
@@ -24,7 +24,13 @@ U64 = np.uint64
 
 def nans(codes: np.ndarray, fmt: Format) -> np.ndarray:
     """Which of the unsigned ``codes`` are NaNs of ``fmt``."""
-    return specials(fmt, codes, codes & codes.dtype.type(fmt.magnitude_mask))[0]
+    mag = codes & codes.dtype.type(fmt.magnitude_mask)
+    if fmt.specials is Specials.IEEE:
+        # the array engine's rule without its infinity mask: this runs on
+        # every element a comparison reads
+        return np.greater(mag, codes.dtype.type(fmt.inf_code), out=mag.view(bool)
+                          if mag.dtype.itemsize == 1 else None)
+    return specials(fmt, codes, mag)[0]
 
 
 def kinds(codes: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
