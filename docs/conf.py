@@ -49,7 +49,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(SearchStrategy|Fraction|Decimal|ndarray|Generator|Random|Mapping|Sequence|"
                r"Iterator|Callable|Any|Path|PathLike)"),
     # the fields of fpsim.sweep.Spec: internal types, described in its docstring
-    (r"py:class", r"fpsim\.(sweep\._space\.Space|testing\._tally\.Tolerance)"),
+    (r"py:class", r"fpsim\.(sweep\._space\.Space|testing\.tally\.Tolerance)"),
 ]
 root_doc = "index"
 

@@ -387,7 +387,7 @@ def test_cli_progress_bar_only_on_a_terminal(monkeypatch, capsys):
 def test_a_ctrl_c_during_the_bookkeeping_waits_for_it(tmp_path, monkeypatch):
     """SIGINT arriving while a chunk's tally is merged is held until the
     tally and the list of chunks done agree, so a resume counts nothing twice."""
-    from fpsim.testing import _tally
+    from fpsim.testing import tally as _tally
     path = str(tmp_path / "p.json")
     whole = sweep.run("add", "e5m2", K.broken_e5m2_add, chunk_size=4096)
     real_merge = _tally.Partial.merge

@@ -34,21 +34,19 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..arith import (
-    _finish,
-    _infinity,
-    _invalid,
-    _nan_result,
-    _unary,
-)
 from ..array._common import DEFAULT_CHUNK, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import Format
 from ..modes import Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
+from ..scalar_steps import finish as _finish
+from ..scalar_steps import infinity as _infinity
+from ..scalar_steps import invalid as _invalid
+from ..scalar_steps import nan_result as _nan_result
+from ..scalar_steps import unary_prologue as _unary
 from ..value import INF, QNAN, Float
 from ._enclose import enclose
-from ._operands import Operand, constant, deliver
+from .operands import Operand, constant, deliver
 
 __all__ = ["exp", "log", "tanh", "erf", "rsqrt", "reciprocal", "golden"]
 

@@ -20,8 +20,8 @@ from .. import array
 from ..array._common import as_array
 from ..context import Context
 from ..formats import FP32
-from ._operands import Operand, constant, declared, deliver
 from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
+from .operands import Operand, constant, declared, deliver
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
            "gelu", "mse_loss", "cross_entropy"]

@@ -14,7 +14,7 @@ from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..modes import Rounding
 from . import _elementary
-from ._operands import Operand, declared, deliver, holds
+from .operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
 

@@ -30,7 +30,7 @@ from .. import array
 from ..context import Context, getcontext
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
-from ..ops._operands import Operand
+from ..ops.operands import Operand
 from . import _checks
 from ._elements import ElementFormat
 from ._quantize import Quantized, Recipe, _deliver, _Groups, element, mode_name, scale_and_cast

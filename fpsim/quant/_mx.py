@@ -32,7 +32,7 @@ from .. import array
 from ..context import Context
 from ..formats import E8M0, FP64
 from ..formats import format as _lookup
-from ..ops._operands import Operand
+from ..ops.operands import Operand
 from ._elements import ElementFormat
 from ._quantize import (
     Quantized,

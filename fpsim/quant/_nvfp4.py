@@ -33,7 +33,7 @@ from .. import array
 from ..context import Context
 from ..formats import E2M1, E4M3, FP32
 from ..formats import format as _lookup
-from ..ops._operands import Operand
+from ..ops.operands import Operand
 from ._elements import ElementFormat
 from ._quantize import (
     Quantized,

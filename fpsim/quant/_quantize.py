@@ -37,7 +37,7 @@ import numpy as np
 from .. import array
 from ..context import Context, getcontext
 from ..formats import FP32, Format
-from ..ops._operands import Operand, declared
+from ..ops.operands import Operand, declared
 from . import _checks
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
 

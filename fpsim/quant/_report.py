@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..ops._operands import Operand
+from ..ops.operands import Operand
 from ._quantize import Quantized
 
 __all__ = ["QuantReport", "error_report"]

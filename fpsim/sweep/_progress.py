@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..testing._tally import BINS, COUNTS, Partial
+from ..testing.tally import BINS, COUNTS, Partial
 
 VERSION = 2
 MAX_BYTES = 1 << 28  # far above any real file: its size is that of the offenders and ranges

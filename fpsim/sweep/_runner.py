@@ -21,7 +21,7 @@ from ..formats import format as _lookup
 from ..modes import Rounding
 from ..testing._compare import _check_options
 from ..testing._schedulers import runner
-from ..testing._tally import Partial, Tolerance
+from ..testing.tally import Partial, Tolerance
 from . import _candidate, _progress
 from ._result import SweepReport
 from ._space import MAX_CHUNK, Space

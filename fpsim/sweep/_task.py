@@ -3,7 +3,7 @@
 A :class:`Spec` is small and picklable: it travels to every worker (thread,
 process or Dask worker), which rebuilds the chunk's operands from its rank
 range, runs the golden model (:mod:`fpsim.array`) and the candidate on them,
-and returns the chunk's :class:`~fpsim.testing._tally.Partial`.
+and returns the chunk's :class:`~fpsim.testing.tally.Partial`.
 
 Memory per chunk of ``C`` elements: the operands (8 bytes each per operand
 while being made, then the code width), the flat indices (8 bytes), both
@@ -28,7 +28,7 @@ from .. import nans
 from ..context import Context
 from ..formats import Format
 from ..nans import NanPolicy
-from ..testing._tally import Partial, Tolerance, summarize
+from ..testing.tally import Partial, Tolerance, summarize
 from . import _candidate
 from ._space import Space
 

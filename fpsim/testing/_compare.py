@@ -36,7 +36,7 @@ from ..formats import Format
 from ..formats import format as _lookup
 from ._dumps import Dump
 from ._report import Offender, Report
-from ._tally import Partial, Tolerance, summarize
+from .tally import Partial, Tolerance, summarize
 
 __all__ = ["Offender", "Report", "compare", "assert_bitwise_equal", "assert_ulp_close"]
 

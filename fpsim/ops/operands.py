@@ -1,5 +1,12 @@
 """What every reference operator shares: reading its operands (typed arrays
-or codes), its declared formats, and delivering its result."""
+or codes), its declared formats, and delivering its result.
+
+Internal contract (for :mod:`fpsim.ops` and :mod:`fpsim.quant`, whose
+recipes take operands as the operators do): ``Operand(op, x, fmt, name)``
+reads an input into ``codes``, ``fmt`` and ``typed``; ``declared`` resolves
+a declared format; ``deliver`` returns a result as the inputs came (values
+of the format's dtype, or codes); ``constant`` and ``holds`` as documented
+below.  Anything else here is private."""
 
 from __future__ import annotations
 

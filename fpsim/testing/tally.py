@@ -9,6 +9,12 @@ the enumeration order for a sweep).  So a comparison split over threads,
 processes or a Dask cluster, or interrupted and resumed, reports exactly what
 one pass over the data reports.  A partial is plain integers: it pickles and
 goes to JSON and back (:meth:`Partial.to_dict`, :meth:`Partial.from_dict`).
+
+Internal contract (for :mod:`fpsim.sweep`, which counts its chunks with it):
+``summarize(actual, expected, fmt, tol, rank0, index)`` counts a chunk of
+code arrays; ``Partial`` (``merge``, ``to_dict``/``from_dict``, ``report``)
+and ``Tolerance`` keep their fields and meaning; ``COUNTS`` and ``BINS``
+name the counts and the histogram's length.  Anything else here is private.
 """
 
 from __future__ import annotations
