@@ -26,12 +26,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .._files import open_regular
 from ..testing.tally import BINS, COUNTS, Partial
 
 VERSION = 2
@@ -85,18 +85,13 @@ def load(path: str, spec: dict[str, Any], chunks: int,
     A file of another sweep (any difference in what decides the report), or
     one that does not add up, is an error naming the file, never silently
     restarted, mixed or believed."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
+    if not os.path.exists(path):  # (a dangling symlink too: save() replaces it)
         return None
-    except OSError as exc:
-        raise ValueError(f"progress file {path}: cannot be read ({exc.strerror})") from None
+    fd, info = open_regular(path, "progress file")  # never waits on a FIFO
     try:
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file (a progress file is a JSON file fpsim wrote)")
-        if info.st_size > MAX_BYTES:
-            raise ValueError(f"{info.st_size} bytes is not the size of a progress file")
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
+            if info.st_size > MAX_BYTES:
+                raise ValueError(f"{info.st_size} bytes is not the size of a progress file")
             text = f.read(MAX_BYTES + 1)
         try:
             data = json.loads(text)
