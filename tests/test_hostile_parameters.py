@@ -317,3 +317,22 @@ def test_the_data_of_a_masked_array_is_accepted():
     # the masked element filled with 0)
     assert float(ops.sum(MASKED.filled(0))) == 4.0
     assert float(ops.sum(MASKED.data)) == 6.0
+
+
+# -- numbers that would size an allocation are bounded where they enter -----------------------
+
+def test_delayed_scaling_refuses_a_history_too_long_to_hold():
+    from fpsim.quant import DelayedScaling
+
+    with pytest.raises(ValueError, match="history_len=1,000,000,000; accepted 1 to 1,048,576"):
+        DelayedScaling(history_len=10**9)
+    assert DelayedScaling(history_len=1 << 20).history.shape == (1 << 20,)
+
+
+@pytest.mark.parametrize("workers", [10**5, 10**9])
+def test_local_workers_are_bounded(workers):
+    from fpsim.testing._schedulers import max_workers, runner
+
+    with pytest.raises(ValueError, match="more than this machine runs usefully"):
+        runner("local", workers, 10.0)
+    assert max_workers() >= 64

@@ -38,6 +38,10 @@ from ._quantize import Quantized, Recipe, _deliver, _Groups, element, mode_name,
 __all__ = ["DelayedScaling"]
 
 
+MAX_HISTORY = 1 << 20
+"""The longest amax history :class:`DelayedScaling` holds."""
+
+
 class DelayedScaling:
     """A stateful delayed-scaling recipe (see the module's docstring).
 
@@ -61,6 +65,11 @@ class DelayedScaling:
             _checks.positive_int("DelayedScaling", name, value, low)
             for name, value, low in (("history_len", history_len, 1),
                                      ("interval", interval, 1), ("margin", margin, 0)))
+        if history_len > MAX_HISTORY:
+            # The history is held in full, so its length is memory: a number
+            # in a config must not ask for gigabytes.
+            raise ValueError(f"DelayedScaling: history_len={history_len:,}; accepted 1 to "
+                             f"{MAX_HISTORY:,} (Transformer Engine's default is 1024)")
         if amax_compute not in ("max", "most_recent"):
             raise ValueError(f"DelayedScaling: amax_compute={amax_compute!r}; accepted 'max' "
                              "or 'most_recent'")

@@ -176,6 +176,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def max_workers() -> int:
+    """The most local workers accepted: 8 per CPU, at least 64."""
+    return max(64, 8 * (os.cpu_count() or 1))
+
+
 def runner(scheduler: Any, workers: int | None, timeout: float) -> Any:
     """The runner for ``scheduler``: None (in this process), ``"local"``
     (Dask threads), ``"threads"``, ``"processes"``, a scheduler address, or
@@ -185,6 +190,11 @@ def runner(scheduler: Any, workers: int | None, timeout: float) -> Any:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ValueError(f"--workers/workers must be a positive int, got {workers!r}")
+    if workers is not None and workers > max_workers():
+        # Each local worker is a thread or a process of this machine: a
+        # number from the command line must not start a million of them.
+        raise ValueError(f"--workers/workers {workers:,} is more than this machine runs "
+                         f"usefully; accepted 1 to {max_workers()} (8 per CPU, at least 64)")
     if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
             or not 0 < timeout < math.inf:
         raise ValueError("--timeout/timeout must be a positive finite number of seconds, got "
