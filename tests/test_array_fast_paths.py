@@ -299,3 +299,51 @@ def test_fp32_float_path_equals_scalar_model(op):
             if j == 3:
                 settings["nan"] = ["x86", "riscv", "arm_default_nan"][i % 3]
             check_binary(op, FP32, a, b, settings, np.float32 if j % 2 else None)
+
+
+def fp32_fma_triples(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hard pairs above as a and b, with c: other hard codes, and, in
+    two lanes of five, the negated FP32 rounding of a × b moved by 0, ±1 or
+    ±2 codes (cancellation down to the product's rounding error, exact
+    zeros, and sums whose exact value is the product's low bits)."""
+    a, b = fp32_operand_pairs(seed)
+    c, _ = fp32_operand_pairs(seed + 1)
+    rng = np.random.default_rng(seed + 2)
+    with np.errstate(all="ignore"):
+        near = (-(a.view(np.float32) * b.view(np.float32))).view(np.uint32)
+    k = rng.random(a.size) < 0.4
+    step = rng.integers(-2, 3, a.size).astype(np.int64)
+    c[k] = (near[k].astype(np.int64) + step[k]).clip(0, (1 << 32) - 1).astype(np.uint32)
+    return a, b, c
+
+
+def test_fp32_fma_float_path_equals_scalar_model():
+    """FP32 fma through float64 (the exact product, TwoSum with c) and the
+    kernel, against the scalar fma: every deterministic mode and
+    combination of ftz, daz, tininess and saturate, codes and float32
+    values, results and flags."""
+    a, b, c = fp32_fma_triples(seed=31)
+    make = FP32.from_bits
+    for i, mode in enumerate(MODES):
+        for j in range(2):
+            settings = {"rounding": mode, **FP32_SETTINGS[(2 * i + j * 5) % 16]}
+            ctx = fpsim.Context(**settings)
+            want_codes, want_flags = [], []
+            for x, y, z in zip(a.tolist(), b.tolist(), c.tolist()):
+                ctx.clear_flags()
+                want_codes.append(fpsim.arith.fma(make(x), make(y), make(z), ctx).bits)
+                want_flags.append(ctx.flags.value)
+            want_codes = np.array(want_codes, np.uint32)
+            want_flags = np.array(want_flags, np.uint8)
+            run = fpsim.Context(**settings)
+            if j:
+                got, flags = array.fma(a.view(np.float32), b.view(np.float32),
+                                       c.view(np.float32), run, return_flags=True)
+                got = got.view(np.uint32)
+            else:
+                got, flags = array.fma(a, b, c, run, fmt=FP32, return_flags=True)
+            bad = np.flatnonzero((got != want_codes) | (flags != want_flags))
+            assert not bad.size, (mode, settings, [
+                (hex(int(a[t])), hex(int(b[t])), hex(int(c[t])), hex(int(want_codes[t])),
+                 hex(int(got[t])), int(want_flags[t]), int(flags[t])) for t in bad[:5]])
+            assert run.flags == Flag(int(np.bitwise_or.reduce(want_flags)))

@@ -218,9 +218,17 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     with a NaN result, an infinite result of finite operands, an exact zero
     sum (whose sign IEEE fixes by the mode) or an intermediate the proxy
     leaves unsure take the integer path."""
-    if op not in ("add", "sub", "mul", "div"):
+    if op == "fma":
+        # FP32 only: a product of two FP32 values (48 bits, within 2**±298)
+        # is exact in float64, so fma is the float64 sum of that product and
+        # c, whose TwoSum error decides the sticky bit as for add.  (A
+        # declared GEMM accumulates exact products of BF16 or FP32 inputs by
+        # FP32 fmas: this is their path.)
+        work = (np.float64, FP64) if fmt == FP32 else None
+    elif op in ("add", "sub", "mul", "div"):
+        work = _exact_float(op, fmt)
+    else:
         return None
-    work = _exact_float(op, fmt)
     if work is None:
         return None
     dtype, source = work
@@ -255,25 +263,28 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     chunk_op = _CHUNK_OPS[op]
 
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
-        a, b = cs
         with np.errstate(all="ignore"):  # NaN and inf lanes are redone below
-            x, y = operand(a), operand(b)
-            s, bits, sticky = _float_result(op, x, y)
+            xs = [operand(c) for c in cs]
+            if op == "fma":  # the exact product, then the sum with c
+                s, bits, sticky = _float_result("add", xs[0] * xs[1], xs[2])
+            else:
+                s, bits, sticky = _float_result(op, *xs)
         # An infinite operand gives an infinite s, which converts as the
         # scalar model delivers an infinite operand's result; NaN results
         # (NaN operands, inf - inf, 0 × inf) and infinities from finite
-        # operands (overflow of the working type) are redone.
+        # operands (overflow of the working type) are redone, and so are
+        # exact zeros of sums (whose sign IEEE fixes by the operands and mode).
         redo = np.isnan(s)
         overflowed = np.isinf(s)
         if overflowed.any():
-            redo |= overflowed & np.isfinite(x) & np.isfinite(y)
+            redo |= overflowed & np.logical_and.reduce([np.isfinite(x) for x in xs])
         if op != "mul":
             redo |= s == 0
         codes, flags, unsure = rounded(bits, sticky)
         redo |= unsure
         if redo.any():
             i = np.flatnonzero(redo)
-            codes[i], flags[i] = chunk_op(fmt, _wide([a[i], b[i]]), key, None)
+            codes[i], flags[i] = chunk_op(fmt, _wide([c[i] for c in cs]), key, None)
         return codes, flags
 
     return compute
