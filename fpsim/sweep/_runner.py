@@ -4,7 +4,6 @@ resuming its progress, and stopping cleanly on Ctrl-C."""
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 import signal
 import threading
@@ -20,7 +19,7 @@ from ..formats import Format
 from ..formats import format as _lookup
 from ..modes import Rounding
 from ..testing._compare import _check_options
-from ..testing._schedulers import runner
+from ..testing._schedulers import check_seconds, runner
 from ..testing.tally import Partial, Tolerance
 from . import _candidate, _progress
 from ._result import SweepReport
@@ -135,11 +134,8 @@ def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None
 
 
 def _check_timeout(seconds: Any) -> None:
-    if seconds is not None and (isinstance(seconds, bool)
-                                or not isinstance(seconds, numbers.Real)
-                                or not 0 < seconds < math.inf):
-        raise ValueError(f"chunk_timeout must be a positive finite number of seconds (or "
-                         f"None: no limit), got {seconds!r}")
+    if seconds is not None:
+        check_seconds(seconds, "chunk_timeout", " (or None: no limit)")
 
 
 def _probe(spec: Spec, seconds: float | None) -> None:

@@ -17,7 +17,8 @@ element pair into exactly one of three counts:
 
 ULP distances (:mod:`fpsim.testing._ulp`) are exact integers on the format's
 ordered codes.  Arrays are processed in chunks, so the memory used is bounded
-whatever the input size (memory-mapped files stream through).
+whatever the input size (memory-mapped arrays, and dumps read from disk by
+explicit reads, stream through).
 """
 
 from __future__ import annotations

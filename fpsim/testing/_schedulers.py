@@ -176,6 +176,15 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def check_seconds(value: Any, name: str, extra: str = "") -> None:
+    """ValueError unless ``value`` is a positive finite real number of
+    seconds (the scheduler's timeout, a sweep's chunk timeout)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive finite number of seconds{extra}, got "
+                         f"{value!r}")
+
+
 def max_workers() -> int:
     """The most local workers accepted: 8 per CPU, at least 64."""
     return max(64, 8 * (os.cpu_count() or 1))
@@ -195,10 +204,7 @@ def runner(scheduler: Any, workers: int | None, timeout: float) -> Any:
         # number from the command line must not start a million of them.
         raise ValueError(f"--workers/workers {workers:,} is more than this machine runs "
                          f"usefully; accepted 1 to {max_workers()} (8 per CPU, at least 64)")
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) \
-            or not 0 < timeout < math.inf:
-        raise ValueError("--timeout/timeout must be a positive finite number of seconds, got "
-                         f"{timeout!r}")
+    check_seconds(timeout, "--timeout/timeout")
     if scheduler is None or scheduler == "inprocess":
         return InProcess()
     if isinstance(scheduler, str):
