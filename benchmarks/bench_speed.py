@@ -32,13 +32,15 @@ numpy's.
 from __future__ import annotations
 
 import argparse
+import tracemalloc
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 from _timing import median_seconds
 
 import fpsim
-from fpsim import array, ops
+from fpsim import _threads, array, ops
 
 F32 = np.float32
 
@@ -50,6 +52,31 @@ def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for k in range(a.shape[1]):
         acc = acc + a32[:, k:k + 1] * b32[k:k + 1, :]  # float32 ops: one rounding each
     return acc
+
+
+def numpy_gemm_blocked(a: np.ndarray, b: np.ndarray, block: int) -> np.ndarray:
+    """Blocks of ``block`` consecutive k summed sequentially from +0, each
+    block's sum added into an outer FP32 sum from +0."""
+    outer = np.zeros((a.shape[0], b.shape[1]), F32)
+    for start in range(0, a.shape[1], block):
+        outer = outer + numpy_gemm(a[:, start:start + block], b[start:start + block, :])
+    return outer
+
+
+def numpy_gemm_pairwise(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The tree of adjacent pairs of products (a binary counter: partial sums
+    of equal size merge at once)."""
+    a32, b32 = a.astype(F32), b.astype(F32)
+    stack: list[tuple[int, np.ndarray]] = []
+    for k in range(a.shape[1]):
+        t, size = a32[:, k:k + 1] * b32[k:k + 1, :], 1
+        while stack and stack[-1][0] == size:
+            t, size = stack.pop()[1] + t, size * 2
+        stack.append((size, t))
+    t = stack.pop()[1]
+    while stack:
+        t = stack.pop()[1] + t
+    return t
 
 
 def numpy_softmax(x: np.ndarray) -> np.ndarray:
@@ -100,29 +127,41 @@ def header(title: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gemm", type=int, default=384, help="M = N = K of the GEMMs")
+    parser.add_argument("--big-gemm", type=int, default=1024, help="M = N = K of the large one")
     parser.add_argument("--rows", type=int, default=1024, help="rows = columns of the norms")
     parser.add_argument("-n", type=int, default=10**7, help="elements of the array ops")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     args = parser.parse_args()
     if args.quick:
-        args.gemm, args.rows, args.n, args.repeats = 64, 128, 10**5, 1
+        args.gemm, args.big_gemm, args.rows, args.n, args.repeats = 64, 96, 128, 10**5, 1
     rng = np.random.default_rng(0)
     np.seterr(all="ignore")
 
-    header(f"matmul {args.gemm}^3, FP32 sequential")
     m = args.gemm
+    header(f"matmul {m}^3, FP32 accumulation")
+    orders = (("sequential", "sequential", numpy_gemm),
+              ("blocked 32", ("blocked", 32), lambda a, b: numpy_gemm_blocked(a, b, 32)),
+              ("pairwise", "pairwise", numpy_gemm_pairwise))
     for name, dt in (("fp16", np.float16), ("bf16", ml_dtypes.bfloat16),
                      ("e4m3", ml_dtypes.float8_e4m3fn)):
         a = rng.standard_normal((m, m)).astype(dt)
         b = rng.standard_normal((m, m)).astype(dt)
-        ours = ops.matmul(a, b, accumulate="fp32", out="fp32")
-        ref = numpy_gemm(a, b)
-        assert np.array_equal(ours.view(np.uint32), ref.view(np.uint32)), name
-        t_ours = median_seconds(lambda a=a, b=b: ops.matmul(a, b, accumulate="fp32",
-                                                            out="fp32"), args.repeats)
-        t_ref = median_seconds(lambda a=a, b=b: numpy_gemm(a, b), args.repeats)
-        line(f"{name} inputs", t_ours, t_ref, "<= 2x")
+        for label, order, peer in orders:
+            ours = ops.matmul(a, b, accumulate="fp32", out="fp32", order=order)
+            assert np.array_equal(ours.view(np.uint32), peer(a, b).view(np.uint32)), name
+            t_ours = median_seconds(lambda a=a, b=b, order=order: ops.matmul(
+                a, b, accumulate="fp32", out="fp32", order=order), args.repeats)
+            t_ref = median_seconds(lambda a=a, b=b, peer=peer: peer(a, b), args.repeats)
+            line(f"{name} inputs, {label}", t_ours, t_ref, "<= 2x")
+    big = args.big_gemm
+    a = rng.standard_normal((big, big)).astype(np.float16)
+    b = rng.standard_normal((big, big)).astype(np.float16)
+    ours = ops.matmul(a, b, out="fp32")
+    assert np.array_equal(ours.view(np.uint32), numpy_gemm(a, b).view(np.uint32))
+    t_big = median_seconds(lambda: ops.matmul(a, b, out="fp32"), args.repeats)
+    t_ref = median_seconds(lambda: numpy_gemm(a, b), args.repeats)
+    line(f"fp16 inputs, sequential, {big}^3", t_big, t_ref, "under 2 s")
 
     header(f"{args.rows}x{args.rows} FP16, FP32 compute")
     x = (rng.standard_normal((args.rows, args.rows)) * 3).astype(np.float16)
@@ -164,6 +203,46 @@ def main() -> None:
         t_ours = median_seconds(lambda fmt=fmt: array.encode(x32, fmt), args.repeats)
         t_ref = median_seconds(lambda dt=dt: x32.astype(dt), args.repeats)
         line(f"float32 -> {fmt.name}", t_ours, t_ref, "<= 3x")
+
+    # Both cores: the same call with workers=1 as the reference (a ratio
+    # below 1 is the speed-up of the default, which uses every CPU).
+    header(f"threads: default workers ({_threads.available_cpus()} CPUs) against workers=1")
+    x16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
+    y16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
+    for label, call in ((f"matmul fp16 {big}^3", lambda w: ops.matmul(a, b, out="fp32",
+                                                                     workers=w)),
+                        (f"add fp16, {args.n:,}", lambda w: array.add(x16, y16, workers=w)),
+                        (f"float32 -> bf16, {args.n:,}", lambda w: array.encode(
+                            x32, "bf16", workers=w))):
+        t_default = median_seconds(lambda call=call: call(None), args.repeats)
+        t_one = median_seconds(lambda call=call: call(1), args.repeats)
+        line(label, t_default, t_one, "a speed-up (below 1x)")
+
+    # Peak memory of a call: its inputs plus the most it allocates at once
+    # (numpy reports its arrays to tracemalloc; the output is among them),
+    # against the bytes of its inputs plus its output.
+    print(f"\n{'peak memory of a call':<40} {'peak MB':>10} {'in+out MB':>10} {'ratio':>9}")
+    for label, call, inputs in (
+            (f"matmul fp16 {big}^3", lambda: ops.matmul(a, b, out="fp32"), (a, b)),
+            (f"add fp16, {args.n:,}", lambda: array.add(x16, y16), (x16, y16)),
+            (f"float32 -> bf16, {args.n:,}", lambda: array.encode(x32, "bf16"), (x32,)),
+            (f"softmax {args.rows}^2", lambda: ops.softmax(x), (x,))):
+        allocated, result = peak_bytes(call)
+        held = sum(v.nbytes for v in inputs) + result.nbytes
+        peak = allocated + sum(v.nbytes for v in inputs)
+        print(f"{label:<40} {peak / 2**20:>10.1f} {held / 2**20:>10.1f} {peak / held:>8.1f}x")
+
+
+def peak_bytes(call: Any) -> tuple[int, Any]:
+    """The most memory allocated at once during ``call()`` (numpy reports
+    its arrays to tracemalloc), and its result."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = call()
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
 
 
 if __name__ == "__main__":

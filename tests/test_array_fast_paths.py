@@ -1,8 +1,10 @@
 """The array engine's fast paths equal the scalar model, code for code and
 flag for flag: conversions of float32/float64 arrays through the
-round-to-odd proxy (:mod:`fpsim.array._proxy`), add, sub and mul of FP16
-and BF16 arrays through float64 and the proxy, and of FP32 arrays through
-float64 and the rounding kernel.
+round-to-odd proxy (:mod:`fpsim.array._proxy`), add, sub, mul and div of
+FP16 and BF16 arrays through float32/float64 and the proxy, add, sub and mul
+of FP16 and BF16 and float32 -> BF16 conversions by integer operations on
+float32 bits (every code of both formats, at the end), and FP32 arithmetic
+through float64 and the rounding kernel.
 
 The fast paths serve deterministic modes on arrays large enough to pay for
 their tables, so every conversion input set here is tiled past that size; the scalar model
@@ -180,17 +182,18 @@ def scalar_binary(op, fmt, a, b, settings):
     return np.array(codes, f"u{fmt.width // 8}"), np.array(flags, np.uint8)
 
 
-def check_binary(op, fmt, a, b, settings, dtype=None):
+def check_binary(op, fmt, a, b, settings, dtype=None, chunk_size=None):
     """The array operation on codes ``a`` and ``b`` (or on their values
     viewed as ``dtype``) equals the scalar model, codes, flags and the
     context's flags."""
     want_codes, want_flags = scalar_binary(op, fmt, a, b, settings)
     ctx = fpsim.Context(**settings)
     fn = getattr(array, op)
+    kw = {} if chunk_size is None else {"chunk_size": chunk_size}
     if dtype is None:
-        got, flags = fn(a, b, ctx, fmt=fmt, return_flags=True)
+        got, flags = fn(a, b, ctx, fmt=fmt, return_flags=True, **kw)
     else:
-        got, flags = fn(a.view(dtype), b.view(dtype), ctx, return_flags=True)
+        got, flags = fn(a.view(dtype), b.view(dtype), ctx, return_flags=True, **kw)
         got = got.view(a.dtype)
     bad = np.flatnonzero((got != want_codes) | (flags != want_flags))
     d = fmt.width // 4
@@ -347,3 +350,187 @@ def test_fp32_fma_float_path_equals_scalar_model():
                 (hex(int(a[t])), hex(int(b[t])), hex(int(c[t])), hex(int(want_codes[t])),
                  hex(int(got[t])), int(want_flags[t]), int(flags[t])) for t in bad[:5]])
             assert run.flags == Flag(int(np.bitwise_or.reduce(want_flags)))
+
+
+# -- FP16 and BF16 by integer operations on float32 bits ---------------------------
+#
+# float32 -> BF16 encodes, and add, sub and mul of FP16 and BF16, round the
+# float32 value (or the round-to-odd proxy of an exact sum) by integer
+# operations on its bits (fpsim.array._convert.round_fp32_bits); lanes whose
+# result is not a normal number go to the general path.  The inputs below
+# cover every code of both formats.
+
+BITS_FORMATS = [FP16, BF16]
+
+
+def every_code_neighbourhood(fmt: fpsim.Format, seed: int) -> np.ndarray:
+    """Distinct float32 values around every code of ``fmt``: each code's
+    value, the midpoint to the next code up (ties; below the smallest
+    subnormal too), the float32 values one place either side of both, each
+    value with random bits below the format's last place, and the inputs of
+    :func:`interesting` (overflow and underflow edges, NaN payloads)."""
+    rng = np.random.default_rng(seed)
+    codes = np.arange(1 << 16, dtype=np.uint64)
+    v = array.decode(codes, fmt)
+    finite = np.isfinite(v) & ((codes & np.uint64(0x7FFF)) < np.uint64(fmt.max_code))
+    nxt = array.decode(codes[finite] + np.uint64(1), fmt)
+    mids = (v[finite] + nxt) / 2          # p + 1 bits: exact in float32
+    with np.errstate(over="ignore", invalid="ignore"):  # (NaN codes)
+        base = np.concatenate([v, mids]).astype(np.float32)
+        near = [base, np.nextafter(base, np.float32(np.inf)),
+                np.nextafter(base, np.float32(-np.inf))]
+        noisy = v.astype(np.float32).view(np.uint32) ^ rng.integers(
+            0, 1 << (23 - fmt.mantissa_bits), v.size, dtype=np.uint32)
+    out = np.concatenate(near + [noisy.view(np.float32), interesting(fmt, np.float32, seed)])
+    return np.unique(out.view(np.uint32)).view(np.float32)
+
+
+def test_fp32_to_bf16_bits_equals_ml_dtypes_on_every_code_neighbourhood():
+    """Round to nearest even, on every code's neighbourhood and a strided
+    sweep of all float32 codes: the codes are ml_dtypes' cast (an
+    independent implementation), and the flags follow from them: INEXACT where the
+    result differs from the input, OVERFLOW where a finite input became
+    infinite, UNDERFLOW where an inexact input lies below the smallest
+    normal by more than half a last place of the binade below (tininess
+    after rounding)."""
+    import ml_dtypes
+
+    sweep = (np.arange(0, 1 << 32, 4093, dtype=np.uint64) + 17).astype(np.uint32)  # all binades
+    x = np.concatenate([every_code_neighbourhood(BF16, seed=1), sweep.view(np.float32)])
+    x = x[~np.isnan(x)]
+    ctx = fpsim.Context()
+    got, flags = array.encode(x, BF16, ctx, return_flags=True)
+    want = x.astype(ml_dtypes.bfloat16)
+    assert np.array_equal(got, want.view(np.uint16))
+    back = want.astype(np.float32)
+    inexact = back != x
+    overflow = np.isfinite(x) & np.isinf(back)
+    tiny = np.abs(x.astype(np.float64)) < 2.0**-126 - 2.0**-135
+    expected = (np.where(inexact, Flag.INEXACT.value, 0)
+                | np.where(overflow, Flag.OVERFLOW.value, 0)
+                | np.where(tiny & inexact, Flag.UNDERFLOW.value, 0))
+    assert np.array_equal(flags, expected.astype(np.uint8))
+    assert ctx.flags == Flag(int(np.bitwise_or.reduce(expected)))
+
+
+def test_fp32_to_bf16_bits_equals_scalar_model_in_every_mode_and_setting():
+    x = every_code_neighbourhood(BF16, seed=2)
+    for i, mode in enumerate(MODES):
+        check(x, BF16, {"rounding": mode, **EXTRA[i % len(EXTRA)]})
+    for extra in EXTRA[1:]:
+        check(x[::5], BF16, {"rounding": "rne", **extra})
+    check(x[::7], BF16, {"rounding": "rup", "ftz": True})  # tininess after rounding
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_round_fp32_bits_serves_normal_results_exactly(mode):
+    """FP16 through the function itself (FP16 encodes take the proxy; BF16's
+    are the tests above): every lane it serves equals the scalar conversion,
+    exact zeros and subnormals and overflow (saturating or not) included;
+    the lanes it leaves to the caller all have results that are not normal
+    numbers below infinity."""
+    from fpsim.array._convert import round_fp32_bits
+    from fpsim.modes import Rounding
+
+    for fmt in [FP16]:
+        x = every_code_neighbourhood(fmt, seed=3)
+        saturate = mode in ("rne", "rup", "rto")
+        want_codes, want_flags = scalar(x, fmt, {"rounding": mode, "saturate": saturate})
+        want_codes = np.array(want_codes, np.uint16)
+        codes, flags, redo = round_fp32_bits(x.view(np.uint32), fmt, Rounding(mode), saturate,
+                                             True, True)
+        served = np.ones(x.size, bool)
+        served[redo] = False
+        bad = np.flatnonzero(served & ((codes != want_codes) | (flags != np.array(want_flags))))
+        assert not bad.size, [(hex(int(x.view(np.uint32)[j])), hex(int(want_codes[j])),
+                               hex(int(codes[j])), want_flags[j], int(flags[j])) for j in bad[:5]]
+        mag = want_codes[redo] & np.uint16(0x7FFF)
+        special = ~np.isfinite(x[redo])  # (saturation turns infinities into normals)
+        assert ((mag <= 1 << fmt.mantissa_bits) | (mag >= fmt.inf_code) | special).all()
+        overflow = (np.array(want_flags, np.uint8) & Flag.OVERFLOW.value) != 0
+        assert served[overflow].all()
+        assert redo.size < x.size // 5
+
+
+def hard_partners(fmt: fpsim.Format, op: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every code of ``fmt`` six times as the first operand, the second
+    chosen where the bit path could fail: the value that cancels it exactly
+    (a zero operand for mul), codes a few apart with either sign
+    (cancellation, ties, exact results), tiny operands of either sign (a
+    float32 sum that is inexact, landing on the format's grid, its error
+    pointing either way), specials (zeros, infinities, NaN payloads, the
+    largest and smallest values), partners placing the result near
+    overflow and across the subnormal range, and random codes."""
+    rng = np.random.default_rng(seed)
+    n = 1 << 16
+    m, sign = fmt.mantissa_bits, fmt.sign_bit
+    a = np.arange(n, dtype=np.int64)
+    random_sign = rng.integers(0, 2, n) * sign
+    cancel = a ^ (0 if op == "sub" else sign) if op != "mul" else random_sign
+    near = np.clip(a + rng.integers(-4, 5, n), 0, n - 1) ^ random_sign
+    tiny = (rng.integers(0, 3 << m, n)) | random_sign              # exponent fields 0..2
+    specials = np.array([0, sign, 1, sign | 1, (1 << m) - 1, 1 << m, fmt.max_code,
+                         fmt.max_code - 1, fmt.max_code | sign, fmt.inf_code,
+                         fmt.inf_code | sign, fmt.default_nan_code, fmt.inf_code + 1,
+                         fmt.inf_code + 3 | sign, (1 << 16) - 1])
+    special = rng.choice(specials, n)
+    e_a = (a >> m) & ((1 << fmt.exponent_bits) - 1)
+    top = (1 << fmt.exponent_bits) - 2
+    if op == "mul":  # products near overflow, the smallest normal and in the subnormal range
+        target = rng.choice([top + 1, top, 1, 0, -1, -m, -m - 1, -m - 2], n) + fmt.bias
+        e_b = np.clip(target - e_a + fmt.bias + rng.integers(-1, 2, n), 1, top)
+        edge = (e_b << m) | (a & ((1 << m) - 1)) | random_sign
+    else:  # sums near overflow: the largest binade
+        edge = (top << m) | rng.integers(0, 1 << m, n) | random_sign
+    rand = rng.integers(0, n, n)
+    b = np.concatenate([cancel, near, tiny, special, edge, rand])
+    return np.tile(a, 6).astype(np.uint16), b.astype(np.uint16)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("fmt", BITS_FORMATS, ids=lambda f: f.name)
+def test_bit_path_equals_scalar_model_on_every_code(fmt, op):
+    """add, sub and mul of FP16 and BF16 (float32 arithmetic, TwoSum's
+    round-to-odd proxy, integer rounding of the bits): every code against
+    hard partners, in every deterministic mode with each setting (ftz,
+    daz, tininess, saturate, NaN policies), as values and as codes, and
+    in chunks that do not divide the array."""
+    a, b = hard_partners(fmt, op, seed=fmt.exponent_bits + len(op))
+    import ml_dtypes
+
+    dtype = np.float16 if fmt is FP16 else ml_dtypes.bfloat16
+    for i, mode in enumerate(MODES):
+        settings = {"rounding": mode, **EXTRA[(i + len(op)) % len(EXTRA)]}
+        check_binary(op, fmt, a, b, settings, dtype if i % 2 else None,
+                     chunk_size=40_009 if i % 3 == 0 else None)
+
+
+@pytest.mark.parametrize("fmt", BITS_FORMATS, ids=lambda f: f.name)
+def test_bit_path_broadcasts_a_scalar_operand(fmt):
+    """A single value on either side (read through a broadcast view)."""
+    a, _ = hard_partners(fmt, "add", seed=5)
+    a = a[: 1 << 16: 3]
+    for c in (0x0001, fmt.max_code, fmt.sign_bit, 0x3C00 if fmt is FP16 else 0x3F80):
+        one = np.array([c], np.uint16)
+        for op in ("add", "sub", "mul"):
+            for settings in ({"rounding": "rdn"}, {"rounding": "rtz", "ftz": True}):
+                want = scalar_binary(op, fmt, a, np.repeat(one, a.size), settings)
+                ctx = fpsim.Context(**settings)
+                got = getattr(array, op)(a, one, ctx, fmt=fmt, return_flags=True)
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+                want = scalar_binary(op, fmt, np.repeat(one, a.size), a, settings)
+                got = getattr(array, op)(one, a, ctx, fmt=fmt, return_flags=True)
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_bit_path_needs_ieee_float32_arithmetic(monkeypatch):
+    """Where the unit does not add float32 as IEEE's default (a library set
+    flush-to-zero or another rounding mode), BF16 and FP16 sums take the
+    table path: the same results."""
+    from fpsim.array import _native
+
+    a, b = hard_partners(BF16, "add", seed=6)
+    want = scalar_binary("add", BF16, a, b, {"rounding": "rup"})
+    monkeypatch.setattr(_native, "float32_adds_are_ieee", lambda: False)
+    got = array.add(a, b, fmt=BF16, rounding="rup", return_flags=True)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -19,9 +19,10 @@ element by element: the same results, at scalar speed.
 
 For formats of at most 8 bits the binary operations of a deterministic mode
 are served from a table of all 65,536 operand pairs, computed once per
-setting by the same vectorized path.  ``add``, ``sub`` and ``mul`` of FP16,
-BF16 (large arrays) and FP32 in a deterministic mode compute in binary
-floating point instead (see :func:`_float_op`).
+setting by the same vectorized path.  ``add``, ``sub`` and ``mul`` of FP16
+and BF16 (``div`` too, through a table, on large arrays) and of FP32 in a
+deterministic mode compute in binary floating point instead (see
+:func:`_float_op` and :func:`_bits_op`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,15 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._convert import _lookup_table, decode, round_fp64_to_fp32
-from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
+from ._convert import (
+    BIT_MODES,
+    _lookup_table,
+    decode,
+    round_fp32_bits,
+    round_fp64_to_fp32,
+    rounds_by_bits,
+)
+from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values, scratch
 from ._proxy import nudge_toward, proxy_for, proxy_index
 from ._tables import cached
 
@@ -217,7 +225,13 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     :func:`fpsim.array.encode` does (:func:`round_fp64_to_fp32`).  Elements
     with a NaN result, an infinite result of finite operands, an exact zero
     sum (whose sign IEEE fixes by the mode) or an intermediate the proxy
-    leaves unsure take the integer path."""
+    leaves unsure take the integer path.  FP16's and BF16's add, sub and
+    mul round the float32 result by integer operations instead
+    (:func:`_bits_op`)."""
+    if rounds_by_bits(fmt):
+        compute = _bits_op(op, fmt, key)
+        if compute is not None:
+            return compute
     if op == "fma":
         # FP32 only: a product of two FP32 values (48 bits, within 2**±298)
         # is exact in float64, so fma is the float64 sum of that product and
@@ -288,6 +302,136 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
         return codes, flags
 
     return compute
+
+
+_U32 = np.uint32
+_SIGN = _U32(1 << 31)
+
+
+def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """add, sub and mul of a 16-bit format such as FP16 or BF16
+    (:func:`fpsim.array._convert.rounds_by_bits`) in a deterministic mode,
+    without a table of results: the operands are float32 values (a BF16
+    code is the top half of its value's float32 code: a shift; FP16 by a
+    table of its 65,536 values), a sum is known exactly as the float32 sum
+    and its TwoSum error, and a product of two (at most 2 × 11 significant
+    bits) is exact in float32's normal range.  The exact result, as its
+    float32 round-to-odd proxy (:mod:`fpsim.array._proxy`), rounds into
+    the format by :func:`fpsim.array._convert.round_fp32_bits`.
+
+    That serves every lane whose result is a normal number or overflows;
+    and exact zeros and subnormals, except where a setting changes them:
+    FTZ flushes subnormals, toward -inf an exact zero sum takes IEEE's sign
+    (the OR of the terms' signs, set here), and a BF16 product below
+    2**-126 may have been rounded by float32 (zeros of a zero operand
+    excepted).  A sum below the smallest normal is exact (a multiple of the
+    smallest subnormal: in float32 and in the format).  The integer path
+    redoes the rest: infinities, NaNs, sums beyond float32's range.  The
+    machine's float32 arithmetic must be IEEE's default (checked once per
+    call)."""
+    mode, saturate, ftz, daz = key[:4]
+    if op not in ("add", "sub", "mul") or mode not in BIT_MODES:
+        return None
+    if not native.float32_adds_are_ieee():
+        return None
+    # BF16 is float32 cut short: its float32 code is its own shifted by 16.
+    shift_only = fmt.exponent_bits == FP32.exponent_bits and fmt.bias == FP32.bias and not daz
+    values = None if shift_only else _float_values(fmt, daz, np.float32)
+    chunk_op = _CHUNK_OPS[op]
+    exact_products = _exact_float("mul", fmt) == (np.float32, FP32)
+    if op == "mul":
+        keep_zero = keep_subnormal = exact_products
+    else:
+        keep_zero = mode is not Rounding.RDN
+        keep_subnormal = True
+    keep_subnormal &= not ftz
+
+    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        a, b = cs
+        n = a.shape[0]
+        xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
+        x, y, s, e, t = (v.view(np.float32) for v in (xb, yb, sb, eb, tb))
+        for codes, dst in ((a, xb), (b, yb)):
+            if values is None:
+                np.copyto(dst, codes)
+                dst <<= _U32(16)
+            else:  # (with DAZ subnormals are zeros of their sign in the table)
+                np.take(values, codes, out=dst.view(np.float32))
+        finite = None
+        with np.errstate(all="ignore"):  # infinities and NaNs are redone
+            if op == "mul":
+                np.multiply(x, y, out=s)
+                bits = sb
+            else:
+                _two_sum(op, x, y, s, e, t)
+                # An infinite sum's error is NaN, which the proxy does not
+                # carry: every lane whose float32 sum is not finite is redone.
+                finite, = scratch("16-bit op finite", n, bool)
+                np.isfinite(s, out=finite)
+                bits = _odd_proxy(sb, eb, tb)
+        codes, flags, redo = round_fp32_bits(bits, fmt, mode, saturate, keep_zero,
+                                             keep_subnormal)
+        sign = np.uint16(fmt.sign_bit)
+        if op == "mul" and redo.size and not keep_zero:
+            # A zero operand gives an exact zero of the right sign (0 × inf
+            # is NaN, not zero).
+            zero = (s[redo] == 0) & ((x[redo] == 0) | (y[redo] == 0))
+            redo = redo[~zero]
+        elif op != "mul" and redo.size and not keep_zero:
+            # Toward -inf an exact zero sum is -0 unless both terms are +0
+            # (IEEE 754 §6.3): its sign is the OR of theirs.  (The proxy
+            # leaves exact lanes as they were: s == 0 is an exact zero.)
+            zero = redo[s[redo] == 0]
+            second = b[zero] ^ sign if op == "sub" else b[zero]
+            codes[zero] = (a[zero] | second) & sign
+            flags[zero] = 0
+            redo = redo[s[redo] != 0]
+        if finite is not None and not finite.all():
+            redo = np.union1d(redo, np.flatnonzero(~finite))
+        if redo.size:
+            codes[redo], flags[redo] = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
+        return codes, flags
+
+    return compute
+
+
+def _two_sum(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.ndarray,
+             t: np.ndarray) -> None:
+    """``s = x ± y`` rounded to nearest and ``e`` its exact error, so that
+    ``s + e == x ± y`` (TwoSum, Knuth; ``x - y`` as TwoSum of ``x`` and
+    ``-y``, with the negation folded in); ``t`` is work space."""
+    if op == "add":
+        np.add(x, y, out=s)
+    else:
+        np.subtract(x, y, out=s)
+    np.subtract(s, x, out=e)        # yv: the part of s that y (or -y) gave
+    np.subtract(s, e, out=t)
+    np.subtract(x, t, out=t)        # x's part that s lost
+    if op == "add":
+        np.subtract(y, e, out=e)    # y's part that s lost
+        np.add(t, e, out=e)
+    else:
+        np.add(y, e, out=e)         # minus (-y)'s part that s lost
+        np.subtract(t, e, out=e)
+
+
+def _odd_proxy(sb: np.ndarray, eb: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """The float32 codes of the round-to-odd of ``s + e`` (uint32 codes of a
+    finite float32 sum ``s`` and its exact error ``e``, ``|e| <= ulp(s)/2``),
+    in ``sb``: ``s`` where ``e`` is zero, else the one of ``s`` and its
+    neighbour toward ``e`` that has its last bit set.  ``tb`` is work space."""
+    # sticky: 1 where e is nonzero (its magnitude bits, plus 0x7fffffff,
+    # carry into the top bit).
+    np.bitwise_and(eb, ~_SIGN, out=tb)
+    tb += ~_SIGN
+    tb >>= _U32(31)
+    # toward zero: e's sign differs from s's (and e is nonzero): one code down.
+    eb ^= sb
+    eb >>= _U32(31)
+    eb &= tb
+    sb -= eb
+    sb |= tb
+    return sb
 
 
 def _fp32_values(codes: np.ndarray, daz: bool) -> np.ndarray:

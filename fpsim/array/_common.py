@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _threads
 from ..context import Context, check_seed
 from ..formats import Format
 from ..formats import format as _lookup
@@ -121,23 +122,41 @@ def raw_codes(a: np.ndarray, fmt: Format, check: bool = True) -> np.ndarray:
 
 
 def run_chunks(size: int, shape: tuple[int, ...], dtype: Any, chunk_size: int,
-               compute: Any, ctx: Context, return_flags: bool) -> Any:
+               compute: Any, ctx: Context, return_flags: bool, workers: int | None = 1
+               ) -> Any:
     """The loop every array function runs: ``compute(start, stop)`` gives
     the results and flags of elements ``start:stop``; they fill an output of
     ``dtype`` and ``shape``, and the flags of all elements are ORed into
     ``ctx`` once every chunk has succeeded (a call that raises leaves the
-    context's flags as they were)."""
+    context's flags as they were).
+
+    With more than one worker (:func:`fpsim._threads.thread_count`), the
+    first chunk runs alone (whatever it builds on first use, such as a
+    table, is then built once) and the others on a thread pool; ``compute``
+    must then not depend on the order of its calls (callers drawing random
+    numbers in element order pass ``workers=1``)."""
     check_chunk_size(chunk_size)
     out = np.empty(size, dtype)
     all_flags = np.empty(size, np.uint8) if return_flags else None
-    seen = 0
-    for start in builtins.range(0, size, chunk_size):
+
+    def one(start: int) -> int:
         stop = min(start + chunk_size, size)
         values, flags = compute(start, stop)
         out[start:stop] = values
         if all_flags is not None:
             all_flags[start:stop] = flags
-        seen |= int(np.bitwise_or.reduce(flags)) if flags.size else 0
+        return int(np.bitwise_or.reduce(flags)) if flags.size else 0
+
+    starts = builtins.range(0, size, chunk_size)
+    threads = _threads.thread_count(workers, size, len(starts))
+    seen = 0
+    if threads > 1:
+        seen = one(0)
+        for flags in _threads.run_pieces(one, starts[1:], threads):
+            seen |= flags
+    else:
+        for start in starts:
+            seen |= one(start)
     if seen:
         ctx._flags[0] |= seen
     out = out.reshape(shape)

@@ -2,23 +2,26 @@
 :func:`convert`, the scalar :func:`fpsim.convert` applied to every element.
 
 Chunks are converted by a table of every source code (sources of at most 16
-bits), by the round-to-odd proxy of :mod:`fpsim.array._proxy` (wider
-IEEE-style sources, deterministic modes), or by the vectorized kernel of
-:mod:`fpsim.array._kernel`.
+bits), by integer operations on the bits (float32 into BF16, deterministic
+modes: :func:`round_fp32_bits`), by the round-to-odd proxy of
+:mod:`fpsim.array._proxy` (other wider IEEE-style sources, deterministic
+modes), or by the vectorized kernel of :mod:`fpsim.array._kernel`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..context import Context, resolve
-from ..formats import FP32, FP64, Format, Specials
+from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
+from ..modes import Rounding
 from ..nans import convert_nan
-from ..rounding import INVALID, nan_code, nan_or_error
+from ..rounding import INEXACT, INVALID, OVERFLOW, _overflow, nan_code, nan_or_error
 from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
@@ -31,7 +34,7 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._kernel import U64, fields, round_values
+from ._kernel import U8, U64, fields, round_values, scratch
 from ._proxy import proxy_for, proxy_index
 from ._tables import Table, cached
 
@@ -191,6 +194,19 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         if table is None:
             return general
         return lambda chunk, rand: table.lookup(raw_codes(chunk, source))
+    if fmt == BF16 and source == FP32 and key[0] in BIT_MODES:
+        # (FP16 is served by the proxy, faster than this for FP16.)  Exact
+        # subnormal inputs are BF16's own subnormals unless flushed.
+        keep_subnormal = not (key[2] or key[3])  # ftz, daz
+
+        def via_bits(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
+            codes, flags, redo = round_fp32_bits(raw_codes(chunk, source), fmt, key[0], key[1],
+                                                 True, keep_subnormal)
+            if redo.size:
+                codes[redo], flags[redo] = general(chunk[redo], None)
+            return codes, flags
+
+        return via_bits
     proxy = proxy_for(fmt)
     if (proxy is None or source.specials is not Specials.IEEE
             or source.mantissa_bits < proxy.mantissa_bits or size <= (1 << proxy.width) // 8):
@@ -249,6 +265,165 @@ def round_fp64_to_fp32(values: np.ndarray, sticky: np.ndarray | None, key: tuple
         codes[i], flags[i] = _encode_chunk(FP32, FP64, values[i], key, None,
                                            None if sticky is None else sticky[i])
     return codes, flags
+
+
+# -- float32 into 16-bit formats by integer operations on the bits ---------------------------
+#
+# A float32 value in the normal range of a 16-bit IEEE-style format T (FP16,
+# BF16) rounds into T by integer operations on its bits: clear the sign,
+# rebias the exponent field (BF16 shares float32's: nothing to do, and the
+# sign may stay in place), add the mode's increment and drop the last
+# 23 - m fraction bits.  A carry out of the kept fraction steps the
+# exponent, up to infinity's code from the largest finite value (ml_dtypes
+# casts float32 to BF16 this way for round-to-nearest-even).  Where the
+# result is a normal number below infinity no setting but the mode plays a
+# part (nothing is tiny, flushed or saturated) and the only flag is INEXACT,
+# raised where the dropped bits are not all zero.  Values below T's normal
+# range wrap around in the rebias and land outside it, as do infinities,
+# NaNs and overflow: those lanes are looked at one by one.
+#
+# The same rounding serves a value known only to lie strictly between two
+# float32 values when given as its round-to-odd float32 proxy (the one of the
+# two whose last bit is set; see :mod:`fpsim.array._proxy`): 13 or 16
+# dropped bits are more than the two that double rounding through
+# round-to-odd needs.
+
+BIT_MODES = frozenset({Rounding.RNE, Rounding.RNA, Rounding.RTZ, Rounding.RUP, Rounding.RDN,
+                       Rounding.RTO})
+_U32 = np.uint32
+_NOTHING = np.zeros(0, np.intp)
+
+
+def rounds_by_bits(fmt: Format) -> bool:
+    """Whether :func:`round_fp32_bits` serves ``fmt``: a 16-bit IEEE-style
+    format with subnormals whose normal range lies in float32's, keeping at
+    most 21 fraction bits (FP16, BF16)."""
+    return (fmt.width == 16 and fmt.signed and fmt.specials is Specials.IEEE and fmt.subnormals
+            and fmt.emin >= FP32.emin and fmt.emax <= FP32.emax and fmt.mantissa_bits <= 21)
+
+
+class _BitConstants:
+    """The constants :func:`round_fp32_bits` uses for one format, made once
+    (numpy scalars: no conversion on each chunk)."""
+
+    def __init__(self, fmt: Format) -> None:
+        m = fmt.mantissa_bits
+        shift = 23 - m
+        self.shift, self.drop = _U32(shift), _U32(32 - shift)
+        self.low, self.last = _U32((1 << shift) - 1), _U32(1 << shift)
+        self.half, self.below_half = _U32(1 << (shift - 1)), _U32((1 << (shift - 1)) - 1)
+        self.one, self.sign_shift, self.half_shift = _U32(1), _U32(31), _U32(16)
+        self.rebias = _U32((FP32.bias - fmt.bias) << 23)
+        self.magnitude, self.magnitude16 = _U32(0x7FFFFFFF), _U32(0x7FFF)
+        self.sign16 = _U32(0x8000)
+        self.min_normal, self.inf = _U32(1 << m), _U32(fmt.inf_code)
+        self.above_min_normal = _U32((1 << m) + 1)
+
+
+_bit_constants = functools.cache(_BitConstants)
+_INEXACT = U8(INEXACT)
+
+
+def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: bool,
+                    keep_zero: bool, keep_subnormal: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes (uint16) and flags of the float32 codes ``bits`` (uint32)
+    rounded into ``fmt`` (:func:`rounds_by_bits`) by ``mode`` (one of
+    :data:`BIT_MODES`), and the indices of the lanes whose code and flags
+    are not known: infinities, NaNs, zeros, subnormals and the smallest
+    normal reached by rounding, except exact zeros where ``keep_zero`` and
+    exact subnormals (or an exact smallest normal) where ``keep_subnormal``.
+    Such an exact lane gets its exact code and no flag: the caller keeps it
+    only where no setting changes that (FTZ flushes subnormal results, DAZ
+    subnormal inputs, and toward -inf an exact zero sum of opposite terms
+    is -0).  Finite values that overflow get the mode's overflow result
+    (``saturate`` as the scalar model reads it).
+
+    >>> x = np.float32([1 + 2**-8, 1 + 3 * 2**-8, 2**-130, 3.4e38, 1e-45, np.inf])
+    >>> codes, flags, redo = round_fp32_bits(x.view(np.uint32), fpsim.BF16, Rounding.RNE,
+    ...                                      False, True, True)   # ties, tiny, huge, specials
+    >>> [hex(c) for c in codes[:4]], flags[:4].tolist(), redo.tolist()
+    (['0x3f80', '0x3f82', '0x8', '0x7f80'], [16, 16, 0, 20], [4, 5])
+    """
+    m, c = fmt.mantissa_bits, _bit_constants(fmt)
+    n = bits.size
+    # At most two work arrays, so that a chunk's lanes stay in the cache.
+    r, t = scratch("fp32 bits", n, _U32, _U32)
+    flags = np.empty(n, U8)
+    inexact = flags.view(bool)
+    np.left_shift(bits, c.drop, out=r)                         # the dropped bits
+    np.not_equal(r, 0, out=inexact)
+    src, work = bits, r
+    if c.rebias:  # magnitude, rebiased (values below the normal range wrap)
+        np.bitwise_and(bits, c.magnitude, out=r)
+        r -= c.rebias
+        src, work = r, t
+    # work: src plus the increment that carries into the kept part exactly
+    # where the mode rounds the magnitude up.
+    if mode is Rounding.RNE:  # above the midpoint, or at it from an odd code
+        np.right_shift(src, c.shift, out=work)
+        work &= c.one
+        work += c.below_half
+        work += src
+    elif mode is Rounding.RNA:
+        np.add(src, c.half, out=work)
+    elif mode is Rounding.RTZ:
+        np.copyto(work, src)
+    elif mode is Rounding.RUP or mode is Rounding.RDN:
+        # Anything dropped rounds up in magnitude on the mode's side of zero:
+        # the increment is all the dropped bits' ones there, else 0.
+        np.right_shift(bits, c.sign_shift, out=work)           # 1 where negative
+        if mode is Rounding.RUP:
+            work -= c.one                                      # all ones where positive
+        else:
+            np.negative(work, out=work)                        # all ones where negative
+        work &= c.low
+        work += src
+    else:  # RTO: the kept bits, the last one set where anything was dropped
+        np.bitwise_and(src, c.low, out=work)
+        work += c.low                                          # the kept part's last bit:
+        work &= c.last                                         # anything dropped
+        work |= src
+    work >>= c.shift
+    # Magnitudes up to the smallest normal's code or from infinity's are
+    # looked at lane by lane; most chunks have none.
+    if c.rebias:
+        mag = t
+        np.right_shift(bits, c.half_shift, out=r)
+        r &= c.sign16
+        r |= t                                                 # the sign back
+        codes = r.astype(np.uint16)
+    else:
+        codes = r.astype(np.uint16)
+        mag = r
+        mag &= c.magnitude16
+    i = _NOTHING
+    if n and (np.minimum.reduce(mag) <= c.min_normal or np.maximum.reduce(mag) >= c.inf):
+        mag -= c.above_min_normal  # those wrap to above the others
+        i = np.flatnonzero(mag >= c.inf - c.above_min_normal)
+    flags *= _INEXACT
+    if i.size:
+        # Exact below the normal range: a multiple of the smallest subnormal
+        # (a round-to-odd proxy there never is: its last place is finer).
+        with np.errstate(invalid="ignore"):  # (signaling NaNs, not kept)
+            v = np.abs(bits[i].view(np.float32).astype(np.float64))
+            units = v * 2.0 ** (m - fmt.emin)                  # exact, NaN stays NaN
+            exact = (units <= 1 << m) & (units == np.floor(units))
+            # Overflow: a finite value (at least 1: none that wrapped) whose
+            # rounded magnitude, the exponent unbounded, is infinity's or more.
+            over = (v >= 1) & (v < np.inf) & (mag[i] + c.above_min_normal >= c.inf)
+        kept = exact & np.where(units == 0, keep_zero, keep_subnormal)
+        j = i[kept]
+        codes[j] = ((bits[j] >> _U32(16)) & _U32(0x8000)) | units[kept].astype(_U32)
+        flags[j] = 0
+        j = i[over]
+        if j.size:
+            negative = bits[j] >= _U32(1 << 31)
+            codes[j] = np.where(negative, _overflow(fmt, True, mode, saturate),
+                                _overflow(fmt, False, mode, saturate))
+            flags[j] = OVERFLOW | INEXACT
+        i = i[~(kept | over)]
+    return codes, flags, i
 
 
 def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A001

@@ -39,6 +39,11 @@ from typing import Any
 
 import numpy as np
 
+# (re-exported: callers read them through this module, so that a test can
+# pretend the unit misbehaves)
+from .._machine import float32_adds_are_ieee as float32_adds_are_ieee
+from .._machine import rounds_to_nearest as rounds_to_nearest
+from .._machine import two_sum_error
 from ..formats import FP32
 from ..modes import Rounding
 from ..rounding import INEXACT
@@ -54,21 +59,6 @@ _MAX = float(FP32.max)
 # midpoint of FP32's grid has exactly the top one of them set.
 _LOW_MASK = U64((1 << 29) - 1)
 _HALF = U64(1 << 28)
-
-# Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
-# to even: 1), 1 + 3 * 2**-24 (a tie, to even: 1 + 2**-22) and their
-# negatives, and 1 + 2**-24 + 2**-52 (above the tie: 1 + 2**-23).
-_PROBE = np.array([1 + 2.0**-24, 1 + 3 * 2.0**-24, -(1 + 2.0**-24), -(1 + 3 * 2.0**-24),
-                   1 + 2.0**-24 + 2.0**-52])
-_PROBE_EXPECTED = np.array([1.0, 1 + 2.0**-22, -1.0, -(1 + 2.0**-22), 1 + 2.0**-23],
-                           np.float32)
-
-
-def rounds_to_nearest() -> bool:
-    """Whether the float64 → float32 cast rounds to nearest, ties to even
-    (the unit's default; a library may have changed it)."""
-    return bool(np.array_equal(_PROBE.astype(np.float32), _PROBE_EXPECTED))
-
 
 def usable(key: tuple[Any, ...]) -> bool:
     """Whether :func:`round_fp32` may serve a call with these settings: a
@@ -129,22 +119,6 @@ def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
 # no sum raises UNDERFLOW, and overflow shows as a non-finite result.  Only
 # INEXACT remains, which TwoSum's error term decides exactly.
 
-_HALF_ULP = np.float32(2.0**-24)
-_MIN = np.float32(2.0**-126)
-
-
-def float32_adds_are_ieee() -> bool:
-    """Whether float32 addition here rounds to nearest, ties to even, with
-    subnormal results and operands kept (the unit's defaults)."""
-    one, third = np.float32(1.0), np.float32(1.0 + 2.0**-23)
-    with np.errstate(all="ignore"):
-        return bool(one + _HALF_ULP == one                                   # tie: to even
-                    and third + _HALF_ULP == np.float32(1.0 + 2.0**-22)      # tie: to even
-                    and -one - _HALF_ULP == -one
-                    and np.float32(1.5) * _MIN - _MIN == np.float32(2.0**-127)  # no FTZ
-                    and np.float32(2.0**-149) + np.float32(0.0) != 0)        # no DAZ
-
-
 def running_sum_fp32(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
     """``((initial + terms[0]) + terms[1]) + ...`` along the first axis of a
     float32 array, each sum rounded to nearest even by the machine, and
@@ -160,10 +134,7 @@ def running_sum_fp32(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray
                 np.add(acc, c, out=acc)
                 continue
             np.add(acc, c, out=s)
-            # TwoSum (Knuth): the exact error of s = acc + c.
-            bv = s - acc
-            err = (acc - (s - bv)) + (c - bv)
-            inexact = bool(err.any())
+            inexact = bool(two_sum_error(s, acc, c).any())
             acc, s = s, acc
     if not np.isfinite(acc).all():  # (an infinite or NaN initial value included)
         return None

@@ -23,6 +23,13 @@ them, gives that code too (rounding is monotone, also for a given random
 number under stochastic rounding) and its flags with inexact.  The other
 elements (ends that disagree, about 2**-30 of FP16 arguments) take the
 golden path, as do zeros, infinities, NaNs and the exact cases.
+
+FP32 in round-to-nearest-even without DAZ or FTZ takes a cheaper form of
+the same decision (:func:`_chunk_fp32_nearest`): where the float64 value
+lies far from every midpoint of FP32's grid (farther than the interval's
+width) and inside FP32's normal range, both ends would round to the
+machine's float64 -> float32 cast of it, with inexact alone; the other
+elements take the path above.
 """
 
 from __future__ import annotations
@@ -34,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from ..array import _native
 from ..array._common import DEFAULT_CHUNK, run_chunks, stochastic_bits
 from ..context import Context, resolve
-from ..formats import Format
+from ..formats import FP32, Format
 from ..modes import Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
 from ..scalar_steps import finish as _finish
@@ -46,7 +54,7 @@ from ..scalar_steps import nan_result as _nan_result
 from ..scalar_steps import unary_prologue as _unary
 from ..value import INF, QNAN, Float
 from ._enclose import enclose
-from .operands import Operand, constant, deliver
+from .operands import Distinct, Operand, constant, deliver
 
 __all__ = ["exp", "log", "tanh", "erf", "rsqrt", "reciprocal", "golden"]
 
@@ -191,6 +199,7 @@ def _erf64(v: np.ndarray) -> np.ndarray:
 _FLOAT64 = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "erf": _erf64,
             "rsqrt": lambda v: 1.0 / np.sqrt(v)}
 _MARGIN = 2.0 ** -44
+U8, U64 = np.uint8, np.uint64
 
 
 def _exact_cases(name: str, v: np.ndarray) -> np.ndarray:
@@ -237,6 +246,77 @@ def _chunk(name: str, fmt: Format, daz: bool, codes: np.ndarray, rand: np.ndarra
     return out, flags
 
 
+# A float64 y lies on an FP32 midpoint (a rounding boundary of round to
+# nearest) when its 29 bits below FP32's last place are 2**28.  The general
+# check widens y by |y| * 2**-44 on each side: under 2**9 float64 ulps of
+# y's binade, plus one ulp for the rounding of each end; a distance over
+# 2**10 ulps from the midpoint leaves room for both.  (Bits below 2**28 -
+# 2**10 wrap around to the top of the 29-bit range, so one unsigned compare
+# tests both sides.)
+_LOW_BITS = np.uint64((1 << 29) - 1)
+_NEAR_MIDPOINT = np.uint64((1 << 28) - (1 << 10))
+_SLACK = np.uint64(1 << 11)
+# Magnitudes (float64 bits, sign cleared) in [2**-125, 2**127): both ends
+# then round to a normal FP32 value below FP32's max (no underflow, no
+# overflow, whatever the tininess rule).
+_MAGNITUDE = np.uint64((1 << 63) - 1)
+_SAFE_LO = np.float64(2.0 ** -125).view(np.uint64)
+_SAFE_SPAN = np.float64(2.0 ** 127).view(np.uint64) - _SAFE_LO
+_ONE_FP32 = np.uint32(0x3F800000)
+
+
+def _inexact_lanes(name: str, v: np.ndarray) -> np.ndarray | None:
+    """Where a y passing the tests of :func:`_chunk_fp32_nearest` may still be
+    an exact result (None: nowhere).  exp(0) = 1, tanh and erf at ±inf are
+    ±1, rsqrt of a power of 4 is a power of 2; the other exact and invalid
+    cases give values outside the safe range (0, infinities, NaN)."""
+    if name == "exp":
+        return v != 0
+    if name in ("tanh", "erf"):
+        return np.isfinite(v)
+    if name == "rsqrt":
+        return ~_exact_cases(name, v)
+    return None
+
+
+def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_chunk` for FP32 in round-to-nearest-even (no DAZ, no FTZ,
+    the machine's cast rounding to nearest: checked by the caller).
+
+    Where the float64 value ``y`` is more than 2**10 float64 ulps from an
+    FP32 midpoint and within the safe range, the interval the general check
+    tests lies inside one rounding cell: both its ends round to
+    ``float32(y)``, flags inexact alone, which is therefore the general
+    check's result.  The function at zero is exact (exp(±0) = 1, tanh and
+    erf keep the zero).  Every other element takes :func:`_chunk`."""
+    with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
+        v = codes.view(np.float32).astype(np.float64)
+        y = _FLOAT64[name](v)
+        out = y.astype(np.float32).view(np.uint32)
+    bits = y.view(U64)
+    t = bits - _NEAR_MIDPOINT
+    t &= _LOW_BITS
+    decided = t > _SLACK
+    np.bitwise_and(bits, _MAGNITUDE, out=t)
+    t -= _SAFE_LO
+    decided &= t < _SAFE_SPAN
+    guard = _inexact_lanes(name, v)
+    if guard is not None:
+        decided &= guard
+    flags = decided.view(U8) * U8(INEXACT)
+    rest = ~decided
+    if name != "log" and name != "rsqrt":
+        zero = v == 0
+        if zero.any():
+            out[zero] = _ONE_FP32 if name == "exp" else codes[zero]  # exact, no flag
+            rest &= ~zero
+    if rest.any():
+        i = np.flatnonzero(rest)
+        out[i], flags[i] = _chunk(name, FP32, False, codes[i], None, scratch)
+    return out, flags
+
+
 def _golden_code(name: str, fmt: Format, code: int, scratch: Context, rand: int | None
                  ) -> tuple[int, int]:
     ctx = scratch.copy()
@@ -259,16 +339,26 @@ def _elementwise(name: str, x: Any, ctx: Context | None, fmt: Format | str | Non
     shape = operand.codes.shape
     flat = operand.codes.reshape(-1)
     bits = stochastic_bits(key, random_bits, rng, ctx, shape)
+    distinct = Distinct.of(flat, f, key)
+    if distinct is not None:  # each distinct code once, then every element its code's
+        flat = distinct.codes
 
-    def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        rand = bits(start, stop) if bits is not None else None
-        return _chunk(name, f, key[3], flat[start:stop], rand, scratch)
+    if (f == FP32 and key[0] is Rounding.RNE and not key[2] and not key[3]
+            and _native.rounds_to_nearest()):
+        def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+            return _chunk_fp32_nearest(name, flat[start:stop], scratch)
+    else:
+        def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+            rand = bits(start, stop) if bits is not None else None
+            return _chunk(name, f, key[3], flat[start:stop], rand, scratch)
 
-    result = run_chunks(flat.size, shape, array.code_dtype(f), chunk_size, chunk, ctx,
-                        return_flags)
-    if return_flags:
-        return deliver(result[0], f, operand.typed), result[1]
-    return deliver(result, f, operand.typed)
+    result = run_chunks(flat.size, flat.shape, array.code_dtype(f), chunk_size, chunk, ctx,
+                        return_flags or distinct is not None)
+    if distinct is not None:
+        result = tuple(distinct.spread(r) for r in result)
+    codes, flags = result if return_flags or distinct is not None else (result, None)
+    codes = deliver(codes.reshape(shape), f, operand.typed)
+    return (codes, flags.reshape(shape)) if return_flags else codes
 
 
 _DOC = """

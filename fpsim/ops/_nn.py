@@ -8,6 +8,10 @@ order as declared, from +0), the result converted to ``out`` O (default: the
 input's format).  Constants of a formula are the float64 literals shown,
 rounded to nearest even into C, as a compiled kernel's constants are; ``eps``
 is rounded into C under the call's settings.
+
+With FP32 compute in round-to-nearest-even (no FTZ, no DAZ), the FP32 steps
+run as the machine's float32 arithmetic where that is provably the same
+result, flags included (:mod:`fpsim.ops._fast32`).
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ import numpy as np
 
 from .. import array
 from ..array._common import as_array
-from ..context import Context
-from ..formats import FP32
+from ..context import Context, resolve
+from ..formats import FP16, FP32
+from . import _fast32
 from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
-from .operands import Operand, constant, declared, deliver
+from .operands import Distinct, Operand, constant, declared, deliver
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
            "gelu", "mse_loss", "cross_entropy"]
@@ -41,6 +46,10 @@ class _Call:
         self.a = declared(op, "accumulate", accumulate)
         self.o = self.operand.fmt if out is None else declared(op, "out", out)
         self.order = check_order(op, order)
+        # FP32 steps by the machine's float32 arithmetic where provably equal
+        flag_ctx, key = resolve(ctx, overrides)
+        self.fast = (_fast32.Fast32(self.steps, flag_ctx)
+                     if self.c == FP32 and _fast32.usable(key, rng) else None)
         codes = self.operand.codes
         if axis is not None:
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
@@ -48,8 +57,18 @@ class _Call:
                                 f"[{-codes.ndim}, {codes.ndim})")
             (self.axis,) = normalized_axes(op, codes.ndim, axis)
             codes = np.moveaxis(codes, self.axis, -1)
+        codes = np.ascontiguousarray(codes)
+        # An elementwise operator on many codes of a narrow format computes
+        # each distinct code once (see Distinct).
+        self.distinct = None if axis is not None else Distinct.of(codes, self.operand.fmt, key)
+        if self.distinct is not None:
+            codes = self.distinct.codes
         # Every element in C, converted at once, in C order of the input.
-        self.x = self.steps.convert(np.ascontiguousarray(codes), self.operand.fmt, self.c)
+        self.x = self.convert_in(codes, self.operand.fmt)
+
+    def convert_in(self, codes: np.ndarray, fmt: Any) -> np.ndarray:
+        wide = self.fast.widen(codes, fmt) if self.fast is not None else None
+        return self.steps.convert(codes, fmt, self.c) if wide is None else wide
 
     def other(self, name: str, y: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A second input in C: values of any float dtype, or codes of x's
@@ -59,20 +78,20 @@ class _Call:
         if shape is not None and operand.codes.shape != shape:
             raise ValueError(f"{self.op}(): {name} has shape {operand.codes.shape}; accepted "
                              f"{shape}")
-        return self.steps.convert(operand.codes, operand.fmt, self.c)
+        return self.convert_in(operand.codes, operand.fmt)
 
     # one rounding each, in C
     def add(self, x: np.ndarray, y: Any) -> np.ndarray:
-        return self.steps.add(x, y, self.c)
+        return self.fast.add(x, y) if self.fast is not None else self.steps.add(x, y, self.c)
 
     def sub(self, x: np.ndarray, y: Any) -> np.ndarray:
-        return self.steps.sub(x, y, self.c)
+        return self.fast.sub(x, y) if self.fast is not None else self.steps.sub(x, y, self.c)
 
     def mul(self, x: np.ndarray, y: Any) -> np.ndarray:
-        return self.steps.mul(x, y, self.c)
+        return self.fast.mul(x, y) if self.fast is not None else self.steps.mul(x, y, self.c)
 
     def div(self, x: np.ndarray, y: Any) -> np.ndarray:
-        return self.steps.div(x, y, self.c)
+        return self.fast.div(x, y) if self.fast is not None else self.steps.div(x, y, self.c)
 
     def fn(self, name: str, x: np.ndarray) -> np.ndarray:
         return self.steps.function(name, x, self.c)
@@ -81,15 +100,34 @@ class _Call:
         """A formula's constant in C (see :func:`constant`)."""
         return constant(value, self.c)
 
+    def sum_last(self, v: np.ndarray) -> np.ndarray:
+        """The running sum in A of ``v`` (codes of C) along the last axis."""
+        if self.fast is not None and self.a == FP32 and self.order == "sequential":
+            total = self.fast.row_sum(v)
+            if total is not None:
+                return total
+        return sum_last(self.steps, v, self.c, self.a, self.order)
+
     def mean_last(self, v: np.ndarray) -> np.ndarray:
         """sum_A(v along the last axis) / N in A, converted to C."""
-        total = sum_last(self.steps, v, self.c, self.a, self.order)
+        total = self.sum_last(v)
         return self.steps.convert(divide_by_count(self.steps, total, v.shape[-1], self.a),
                                   self.a, self.c)
 
+    def finish(self) -> None:
+        """Raise the flags the fast steps left to decide (once all have run)."""
+        if self.fast is not None:
+            self.fast.finish()
+
     def done(self, y: np.ndarray, moved: bool = True) -> np.ndarray:
         """Convert to O, put the axis back, deliver values or codes."""
-        result = self.steps.convert(y, self.c, self.o)
+        if self.fast is not None and self.o == FP16:
+            result = self.fast.to_fp16(y)
+        else:
+            result = self.steps.convert(y, self.c, self.o)
+        self.finish()
+        if self.distinct is not None:  # each element's result is its code's
+            result = self.distinct.spread(result)
         if moved and result.ndim:
             result = np.moveaxis(result, -1, self.axis)
         return deliver(np.asarray(result, order="C"), self.o, self.operand.typed)
@@ -100,7 +138,8 @@ def _max_last(c: _Call, x: np.ndarray) -> np.ndarray:
     first NaN), as codes of C with the axis kept."""
     if x.shape[-1] == 0:
         raise ValueError(f"{c.op}(): the softmax axis is empty")
-    values = array.decode(x, c.c)
+    # (FP32 codes viewed as float32 order as their exact values do)
+    values = x.view(np.float32) if c.c == FP32 else array.decode(x, c.c)
     index = np.argmax(values, axis=-1)[..., None]  # the first maximum, or the first NaN
     return np.take_along_axis(x, index, -1)
 
@@ -130,7 +169,7 @@ def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = No
     """
     c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis)
     e = c.fn("exp", _shifted(c, stable))
-    s = c.steps.convert(sum_last(c.steps, e, c.c, c.a, c.order), c.a, c.c)
+    s = c.steps.convert(c.sum_last(e), c.a, c.c)
     return c.done(c.div(e, s[..., None]))
 
 
@@ -147,7 +186,7 @@ def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any 
 
 def _log_softmax_steps(c: _Call, stable: bool) -> np.ndarray:
     d = _shifted(c, stable)
-    s = c.steps.convert(sum_last(c.steps, c.fn("exp", d), c.c, c.a, c.order), c.a, c.c)
+    s = c.steps.convert(c.sum_last(c.fn("exp", d)), c.a, c.c)
     return c.sub(d, c.fn("log", s)[..., None])
 
 
@@ -302,12 +341,13 @@ def _reduce(c: _Call, v: np.ndarray, reduction: str, negate: bool) -> np.ndarray
         result = c.mul(v, c.constant(-1.0)) if negate else v
         return c.done(result, moved=False)
     flat = v.reshape(-1)
-    total = sum_last(c.steps, flat, c.c, c.a, c.order)
+    total = c.sum_last(flat)
     if reduction == "mean":
         total = divide_by_count(c.steps, total, flat.size, c.a)
     if negate:
         total = c.steps.mul(total, constant(-1.0, c.a), c.a)
     result = c.steps.convert(total, c.a, c.o)
+    c.finish()
     return deliver(np.asarray(result, order="C"), c.o, c.operand.typed)
 
 

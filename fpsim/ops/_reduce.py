@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import array
+from .. import _threads, array
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..modes import Rounding
-from . import _elementary
+from ..rounding import INEXACT
+from . import _elementary, _gemm32
 from .operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
@@ -26,7 +27,8 @@ class Steps:
     def __init__(self, ctx: Context | None, rng: Any, overrides: dict[str, Any]) -> None:
         self.ctx = ctx
         self.kw = dict(overrides)
-        _, key = resolve(ctx, self.kw)
+        self.flagged, self.key = resolve(ctx, self.kw)
+        key = self.key
         # Deterministic, no flushing of results or operands: an exact
         # intermediate then passes between two steps unchanged.
         self.plain = key[0] is not Rounding.SR and not key[2] and not key[3]
@@ -35,6 +37,11 @@ class Steps:
         self.deterministic = key[0] is not Rounding.SR
         if rng is not None:
             self.kw["rng"] = rng
+
+    def raise_flags(self, flags: int) -> None:
+        """OR ``flags`` into the call's context (a step computed here rather
+        than by the array engine)."""
+        self.flagged._flags[0] |= flags
 
     def add(self, x: np.ndarray, y: np.ndarray, fmt: Format) -> np.ndarray:
         return array.add(x, y, self.ctx, fmt=fmt, **self.kw)
@@ -278,14 +285,16 @@ def _products_exact(wide: Format, narrow: Format) -> bool:
             and wide.subnormals and narrow.min_subnormal ** 2 >= wide.min_subnormal)
 
 
-def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, int], Any],
-              b_terms: Callable[[np.ndarray, int], Any], shape: tuple[int, ...], k: int,
-              compute: Any, accumulate: Any, out: Any, order: Any, promote_every: Any,
-              promote_to: Any, steps: Steps) -> np.ndarray:
-    """The body of dot and matmul: ``sum over i of a_i × b_i`` where
-    ``a_terms(codes, i)`` and ``b_terms(codes, i)`` pick the factors of term
-    ``i`` (arrays that broadcast to ``shape``)."""
+def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
+              shape: tuple[int, ...], compute: Any, accumulate: Any, out: Any, order: Any,
+              promote_every: Any, promote_to: Any, workers: Any, steps: Steps) -> np.ndarray:
+    """The body of dot and matmul: the M×N matrix product of ``a2`` (M×K
+    codes of ``a``) and ``b2`` (K×N codes of ``b``), reshaped to ``shape``."""
     order = check_order(op, order)
+    _threads.check_workers(op, workers)
+    k = a2.shape[1]
+    a_terms = lambda c, i: c[:, i:i + 1]  # noqa: E731  (factors of term i)
+    b_terms = lambda c, i: c[i:i + 1, :]  # noqa: E731
     total_fmt = None  # the format partial sums are promoted into, if any
     if promote_every is not None:
         # Checked before any step runs: a bad argument raises no flag.
@@ -312,11 +321,17 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
         work = acc_fmt
     else:
         work = declared(op, "compute", compute)
-    ca = steps.convert(a.codes, a.fmt, work)
-    cb = steps.convert(b.codes, b.fmt, work)
+    ca = steps.convert(a2, a.fmt, work)
+    cb = steps.convert(b2, b.fmt, work)
+    square = (a2.shape[0], b2.shape[1])
+    if compute is None and acc_fmt == FP32 and (total_fmt is None or total_fmt == FP32):
+        done = _fast_fp32(ca, cb, a.fmt, order, promote_every, workers, steps)
+        if done is not None:
+            total = done.reshape(shape)
+            return deliver(steps.convert(total, FP32, out_fmt), out_fmt, a.typed)
     def term(i: int) -> np.ndarray:
         """Product i rounded in the working format, converted to A."""
-        product = steps.mul(np.broadcast_to(a_terms(ca, i), shape), b_terms(cb, i), work)
+        product = steps.mul(np.broadcast_to(a_terms(ca, i), square), b_terms(cb, i), work)
         return steps.convert(product, work, acc_fmt)
 
     # Without compute=, where every product is exact in A and no step
@@ -326,7 +341,7 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     fused = compute is None and not (
         steps.plain and _products_exact(acc_fmt, a.fmt)
         and np.isfinite(array.decode(ca, work)).all() and np.isfinite(array.decode(cb, work)).all())
-    zero = np.zeros(shape, array.code_dtype(acc_fmt))
+    zero = np.zeros(square, array.code_dtype(acc_fmt))
     if fused or not steps.deterministic:
         # One term at a time: each exact product rounded once with its
         # addition (fma), or each product rounded, then added (under
@@ -342,34 +357,63 @@ def _contract(op: str, a: Operand, b: Operand, a_terms: Callable[[np.ndarray, in
     else:
         # The products of a block of terms in one call, then their running
         # sum: the same steps, fewer and larger calls.
-        block = max(1, _BLOCK_ELEMENTS // max(int(np.prod(shape, dtype=np.int64)), 1))
+        block = max(1, _BLOCK_ELEMENTS // max(int(np.prod(square, dtype=np.int64)), 1))
 
         def sequence(piece: range) -> np.ndarray:
             acc = zero
             for start in builtins.range(piece.start, piece.stop, block):
                 idx = builtins.range(start, min(start + block, piece.stop))
-                left = np.stack([np.broadcast_to(a_terms(ca, i), shape) for i in idx])
-                right = np.stack([np.broadcast_to(b_terms(cb, i), shape) for i in idx])
+                left = np.stack([np.broadcast_to(a_terms(ca, i), square) for i in idx])
+                right = np.stack([np.broadcast_to(b_terms(cb, i), square) for i in idx])
                 products = steps.convert(steps.mul(left, right, work), work, acc_fmt)
                 acc = steps.add_sequence(products, acc_fmt, acc)
             return acc
 
     if promote_every is None:
-        total, total_fmt = _accumulate(steps, acc_fmt, shape, k, order, sequence, term), acc_fmt
+        total, total_fmt = _accumulate(steps, acc_fmt, square, k, order, sequence, term), acc_fmt
     else:
         assert total_fmt is not None
-        total = np.zeros(shape, array.code_dtype(total_fmt))
+        total = np.zeros(square, array.code_dtype(total_fmt))
         # (an empty output has no partial sum to promote, whatever k is)
         for piece in _pieces(("blocked", int(promote_every)), k if total.size else 0):
             acc = sequence(piece)
             total = steps.add(total, steps.convert(acc, acc_fmt, total_fmt), total_fmt)
-    return deliver(steps.convert(total, total_fmt, out_fmt), out_fmt, a.typed)
+    return deliver(steps.convert(total.reshape(shape), total_fmt, out_fmt), out_fmt, a.typed)
+
+
+def _fast_fp32(ca: np.ndarray, cb: np.ndarray, fmt: Format, order: Any, promote_every: Any,
+               workers: Any, steps: Steps) -> np.ndarray | None:
+    """The FP32 accumulation of exact products by the machine's float32
+    arithmetic (:mod:`fpsim.ops._gemm32`) as FP32 codes, INEXACT ORed into
+    the context; None where its conditions do not hold (the settings, the
+    unit, a non-finite operand, a product that is not an FP32 value, or a
+    result that is not finite), and the caller computes step by step."""
+    if not _gemm32.usable(steps.key) or not ca.size or not cb.size:
+        return None
+    a32, b32 = ca.view(np.float32), cb.view(np.float32)
+    if not (np.isfinite(a32).all() and np.isfinite(b32).all()
+            and _gemm32.products_fit(a32, b32, fmt)):
+        return None
+    k = a32.shape[1]
+    if promote_every is not None:
+        kind, pieces = "pieces", _pieces(("blocked", int(promote_every)), k)
+    elif isinstance(order, tuple):
+        kind, pieces = "pieces", _pieces(order, k)
+    else:
+        kind, pieces = order, None
+    done = _gemm32.accumulate(a32, b32, kind, pieces, workers)
+    if done is None:
+        return None
+    result, inexact = done
+    if inexact:
+        steps.raise_flags(INEXACT)
+    return result.view(array.code_dtype(FP32))
 
 
 def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         compute: Format | str | None = None, accumulate: Format | str = FP32,
         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
-        **overrides: Any) -> np.ndarray:
+        workers: int | None = None, **overrides: Any) -> np.ndarray:
     """The dot product of two vectors of one format, with declared numerics:
 
     * ``compute=None`` (default): the inputs are converted to ``accumulate``
@@ -383,7 +427,7 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
 
     in ``order`` (see :mod:`fpsim.ops`), from +0; the sum is converted to
     ``out`` (default: the input format).  Operands and settings as in
-    :func:`sum`.
+    :func:`sum`; ``workers=`` as in :func:`matmul`.
 
     >>> import numpy as np
     >>> x = np.array([2.0**-14, 2.0**-14], np.float16)
@@ -397,15 +441,16 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     if a.codes.ndim != 1 or a.codes.shape != b.codes.shape:
         raise ValueError(f"dot() needs two vectors of one length; got shapes "
                          f"{a.codes.shape} and {b.codes.shape}")
-    return _contract("dot", a, b, lambda c, i: c[i], lambda c, i: c[i], (),
-                     a.codes.shape[0], compute, accumulate, out, order, None, FP32, steps)
+    k = a.codes.shape[0]
+    return _contract("dot", a, b, a.codes.reshape(1, k), b.codes.reshape(k, 1), (), compute,
+                     accumulate, out, order, None, FP32, workers, steps)
 
 
 def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
            compute: Format | str | None = None, accumulate: Format | str = FP32,
            out: Format | str | None = None, order: Any = "sequential",
            promote_every: int | None = None, promote_to: Format | str = FP32,
-           rng: Any = None, **overrides: Any) -> np.ndarray:
+           rng: Any = None, workers: int | None = None, **overrides: Any) -> np.ndarray:
     """The matrix product of ``x`` (M×K) and ``y`` (K×N): every output
     element is the :func:`dot` of a row and a column, with the same declared
     numerics (``compute``, ``accumulate``, ``order``, ``out``).
@@ -416,6 +461,16 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     ``accumulate`` from +0 in groups of N consecutive k; each group's sum is
     converted to ``promote_to`` (default FP32) and added to a ``promote_to``
     accumulator that starts at +0; that total is converted to ``out``.
+
+    Speed: where every product is an FP32 value and the sums are FP32
+    additions rounded to nearest even (the default numerics on FP16, BF16
+    and FP8 inputs of ordinary range, without ``ftz``/``daz``), the machine's
+    float32 arithmetic computes them, in tiles of the output that stay in
+    cache, with TwoSum deciding INEXACT (:mod:`fpsim.ops._gemm32`); anything
+    else goes step by step through :mod:`fpsim.array`.  ``workers=`` is the
+    number of threads the tiles run on: None (default) uses every CPU for
+    products of at least 2**20 multiply-adds, 1 the calling thread.  The
+    bits and flags never depend on it.
 
     >>> import numpy as np
     >>> x = np.full((1, 4096), 1.0, np.float16); y = np.full((4096, 1), 1.0, np.float16)
@@ -432,6 +487,5 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
         raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
                          f"{a.codes.shape} and {b.codes.shape}")
     shape = (a.codes.shape[0], b.codes.shape[1])
-    return _contract("matmul", a, b, lambda c, i: c[:, i:i + 1], lambda c, i: c[i:i + 1, :],
-                     shape, a.codes.shape[1], compute, accumulate, out, order, promote_every,
-                     promote_to, steps)
+    return _contract("matmul", a, b, a.codes, b.codes, shape, compute, accumulate, out, order,
+                     promote_every, promote_to, workers, steps)

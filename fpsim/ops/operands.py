@@ -5,8 +5,9 @@ Internal contract (for :mod:`fpsim.ops` and :mod:`fpsim.quant`, whose
 recipes take operands as the operators do): ``Operand(op, x, fmt, name)``
 reads an input into ``codes``, ``fmt`` and ``typed``; ``declared`` resolves
 a declared format; ``deliver`` returns a result as the inputs came (values
-of the format's dtype, or codes); ``constant`` and ``holds`` as documented
-below.  Anything else here is private."""
+of the format's dtype, or codes); ``constant``, ``holds`` and
+``Distinct`` (an elementwise computation on each distinct code once) as
+documented below.  Anything else here is private."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..array._common import VALUE_DTYPE_NAMES, as_array, raw_codes
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
+from ..modes import Rounding
 
 
 class Operand:
@@ -89,3 +91,47 @@ def deliver(codes: np.ndarray, fmt: Format, typed: bool) -> np.ndarray:
     and the dtype exists, else as codes."""
     dt = array.value_dtype(fmt) if typed else None
     return codes.view(dt) if dt is not None else codes
+
+
+class Distinct:
+    """An elementwise computation on many codes of a narrow format, done on
+    each distinct code once: ``Distinct.of(codes, fmt, key)`` is None where
+    that does not pay (or is not the same computation), else an object whose
+    ``codes`` are the distinct codes present (ascending) and whose
+    ``spread(results)`` gives every element the result of its code.
+
+    The bits are those of computing every element (an element's result
+    depends on its code alone), and so are the call's flags: an element's
+    flags are its code's, and the OR over the distinct codes is the OR over
+    the elements.  Not under stochastic rounding, where every element draws
+    its own random numbers.  It pays from :data:`RATIO` elements per
+    possible code (the work then runs on at most ``2**width`` elements and
+    one lookup spreads it).
+
+    >>> import numpy as np, fpsim
+    >>> x = np.array([3, 1, 3, 3, 1, 1, 1, 3] * 128, np.uint8)
+    >>> d = Distinct.of(x, fpsim.E4M3, fpsim.Context()._key)
+    >>> d.codes.tolist(), d.spread(d.codes * 2)[:4].tolist()
+    ([1, 3], [6, 2, 6, 6])
+    """
+
+    RATIO = 4
+
+    def __init__(self, codes: np.ndarray, width: int) -> None:
+        present = np.zeros(1 << width, bool)
+        present[codes.reshape(-1)] = True
+        self.width = width
+        self.all = codes
+        self.codes = np.flatnonzero(present).astype(codes.dtype)
+
+    @classmethod
+    def of(cls, codes: np.ndarray, fmt: Format, key: tuple[Any, ...]) -> Distinct | None:
+        if fmt.width > 16 or codes.size < cls.RATIO << fmt.width or key[0] is Rounding.SR:
+            return None
+        return cls(codes, fmt.width)
+
+    def spread(self, results: np.ndarray) -> np.ndarray:
+        """``results`` (one per distinct code) given to every element."""
+        table = np.zeros(1 << self.width, results.dtype)
+        table[self.codes] = results
+        return table[self.all]

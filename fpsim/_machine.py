@@ -1,0 +1,55 @@
+"""What this machine's binary floating point does, checked when it matters.
+
+numpy's float32 arithmetic and its float64 → float32 cast are the
+processor's: IEEE 754 operations in the unit's current rounding mode, with
+subnormals flushed where the unit is set to flush them.  Any library loaded
+into the process may change those settings, so a fast path that lets the
+machine compute a golden result first asks, on every call, whether the unit
+still behaves as IEEE's defaults (round to nearest even, subnormals kept).
+Each check costs a few scalar operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "two_sum_error"]
+
+# Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
+# to even: 1), 1 + 3 * 2**-24 (a tie, to even: 1 + 2**-22) and their
+# negatives, and 1 + 2**-24 + 2**-52 (above the tie: 1 + 2**-23).
+_PROBE = np.array([1 + 2.0**-24, 1 + 3 * 2.0**-24, -(1 + 2.0**-24), -(1 + 3 * 2.0**-24),
+                   1 + 2.0**-24 + 2.0**-52])
+_PROBE_EXPECTED = np.array([1.0, 1 + 2.0**-22, -1.0, -(1 + 2.0**-22), 1 + 2.0**-23],
+                           np.float32)
+
+
+def rounds_to_nearest() -> bool:
+    """Whether the float64 → float32 cast rounds to nearest, ties to even
+    (the unit's default; a library may have changed it)."""
+    return bool(np.array_equal(_PROBE.astype(np.float32), _PROBE_EXPECTED))
+
+
+_HALF_ULP = np.float32(2.0**-24)
+_MIN = np.float32(2.0**-126)
+
+
+def float32_adds_are_ieee() -> bool:
+    """Whether float32 addition here rounds to nearest, ties to even, with
+    subnormal results and operands kept (the unit's defaults)."""
+    one, third = np.float32(1.0), np.float32(1.0 + 2.0**-23)
+    with np.errstate(all="ignore"):
+        return bool(one + _HALF_ULP == one                                   # tie: to even
+                    and third + _HALF_ULP == np.float32(1.0 + 2.0**-22)      # tie: to even
+                    and -one - _HALF_ULP == -one
+                    and np.float32(1.5) * _MIN - _MIN == np.float32(2.0**-127)  # no FTZ
+                    and np.float32(2.0**-149) + np.float32(0.0) != 0)        # no DAZ
+
+
+def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The exact error ``(x + y) - s`` of ``s``, the machine's round-to-
+    nearest sum of ``x`` and ``y`` (TwoSum, Knuth): every operation below is
+    exact where ``s`` is finite.  Nonzero exactly where the sum was inexact
+    (NaN where ``s`` overflowed)."""
+    yv = s - x
+    return (x - (s - yv)) + (y - yv)

@@ -1,0 +1,351 @@
+"""The FP32 steps of the reference operators (:mod:`fpsim.ops._nn`) by the
+machine's own float32 arithmetic, where that is provably each step's result.
+
+Under round-to-nearest-even with neither FTZ nor DAZ, on a unit whose
+float32 arithmetic and float64 -> float32 cast round to nearest even and
+keep subnormals (:func:`fpsim.array._native.float32_adds_are_ieee` and
+:func:`fpsim.array._native.rounds_to_nearest`, checked once per call), a
+float32 ``+``, ``-``, ``*`` or ``/`` gives IEEE's FP32 result, which is the
+general path's.  What the machine does not give is the flags:
+
+* a lane whose result is not finite, or (products and quotients) is at most
+  FP32's smallest normal in magnitude, is redone by the general path
+  (:mod:`fpsim.array`), which raises that lane's flags (overflow,
+  underflow under either tininess rule, invalid, divide-by-zero) and applies
+  the NaN policy and the saturation setting.  A zero product or quotient of
+  a zero operand (and finite others) is exact, so stays.  Sums are never
+  redone for size: a subnormal sum of two FP32 values is exact.
+* on the other lanes the only flag is INEXACT, decided exactly: TwoSum's
+  error term for sums, the float64 product (exact: 48 bits) for products,
+  and for a quotient ``q = x / y`` the float64 remainder ``x - q*y`` (exact:
+  ``q*y`` has 48 bits, and the remainder fits 25 bits of the same grid).
+
+Flags are sticky, so these tests only run while the context lacks INEXACT,
+and only when the operator finishes (:meth:`Fast32.finish`): by then a later
+step (an exp, an rsqrt) has usually raised it, and the tests cost nothing.
+
+Sequential FP32 running sums along the last axis are :func:`numpy.cumsum`
+(``acc[i] = acc[i - 1] + x[i]``, each a float32 sum, in order), whose
+partial sums differ from the declared ``+0 + x[0] + ...`` only in the sign
+of a zero; the total is made +0 where it is a zero (a running sum from +0
+in round to nearest is never -0).  A total that is not finite (an infinite
+or NaN term, or an overflowing partial sum) is left to the general path.
+
+Inputs of at most 16 bits whose values FP32 holds are widened by a table of
+every code's FP32 value, built once by the general conversion; a NaN input
+(whose conversion may raise INVALID) sends the whole conversion back to it.
+FP32 results into FP16 round by integer arithmetic on the float32 bits
+(normal results) and the machine's float32 addition (subnormal ones), with
+overflowing results, NaNs and those at the edge of FP16's normal range left
+to the general path (:meth:`Fast32.to_fp16`).
+
+The tests compare every operator with this module against the same
+operator with it switched off (:func:`usable`), flags included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..array import _native
+from ..context import Context
+from ..formats import FP16, FP32, Format
+from ..modes import Rounding
+from ..rounding import INEXACT, UNDERFLOW
+from ._reduce import Steps
+from .operands import holds
+
+F32, F64, U16, U32 = np.float32, np.float64, np.uint16, np.uint32
+
+_MIN_NORMAL = F32(2.0 ** -126)
+_MAX = F32(np.finfo(np.float32).max)
+
+
+def usable(key: tuple[Any, ...], rng: Any) -> bool:
+    """Whether an operator call with these settings may compute its FP32
+    steps here: round to nearest even, no FTZ, no DAZ, no ``rng=`` (which
+    the general path refuses outside stochastic rounding), on a unit whose
+    float32 arithmetic is IEEE's."""
+    return (key[0] is Rounding.RNE and not key[2] and not key[3] and rng is None
+            and _native.float32_adds_are_ieee() and _native.rounds_to_nearest())
+
+
+def _f32(codes: np.ndarray) -> np.ndarray:
+    return np.asarray(codes).view(F32)
+
+
+class Fast32:
+    """One operator call's FP32 steps on codes (uint32 arrays, viewed as
+    float32), the general path's ``steps`` redoing the lanes it must."""
+
+    def __init__(self, steps: Steps, ctx: Context) -> None:
+        self.steps = steps
+        self.ctx = ctx  # the context receiving the flags (resolved)
+        self.checks: list[tuple[int, Callable[[], bool]]] = []
+
+    # -- flags -------------------------------------------------------------------------------
+
+    def _defer(self, flag: int, check: Callable[[], bool]) -> None:
+        """Raise ``flag`` at :meth:`finish` if ``check()`` (unless already raised)."""
+        if not self.ctx._flags[0] & flag:
+            self.checks.append((flag, check))
+
+    def finish(self) -> None:
+        """Run the deferred flag tests: call once every step has run."""
+        for flag, check in self.checks:
+            if not self.ctx._flags[0] & flag and check():
+                self.ctx._flags[0] |= flag
+        self.checks.clear()
+
+    def _redo(self, op: str, out: np.ndarray, lanes: np.ndarray, x: np.ndarray,
+              y: np.ndarray) -> np.ndarray | None:
+        """Redo the ``lanes`` (flat indices of ``out``) of ``x op y`` by the
+        general path, which raises their flags; their indices, or None if
+        there are none."""
+        if not lanes.size:
+            return None
+        where = np.unravel_index(lanes, out.shape)
+        xs = np.broadcast_to(x, out.shape)[where]
+        ys = np.broadcast_to(y, out.shape)[where]
+        out.reshape(-1)[lanes] = _f32(getattr(self.steps, op)(xs, ys, FP32))
+        return lanes
+
+    # -- arithmetic ----------------------------------------------------------------------------
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self._sum("add", x, y)
+
+    def sub(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self._sum("sub", x, y)
+
+    def _sum(self, op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        a, b = _f32(x), _f32(y)
+        with np.errstate(all="ignore"):
+            s = np.add(a, b) if op == "add" else np.subtract(a, b)
+            finite = np.isfinite(s)
+        redone = None if finite.all() else self._redo(op, s, np.flatnonzero(~finite), x, y)
+
+        def inexact() -> bool:
+            with np.errstate(all="ignore"):
+                # TwoSum (Knuth): s + err == a + b exactly (finite lanes).
+                c = b if op == "add" else -b  # (negation is exact)
+                bv = s - a
+                err = (a - (s - bv)) + (c - bv)
+            if redone is not None:
+                err.reshape(-1)[redone] = 0
+            return bool(err.any())
+
+        self._defer(INEXACT, inexact)
+        return s.view(U32)
+
+    def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        a, b = _f32(x), _f32(y)
+        with np.errstate(all="ignore"):
+            r = np.multiply(a, b)
+        redone = self._redo_small("mul", r, a, b, x, y)
+
+        def inexact() -> bool:
+            with np.errstate(all="ignore"):
+                differ = r.astype(F64) != np.multiply(a, b, dtype=F64)  # exact product
+            if redone is not None:
+                differ.reshape(-1)[redone] = False
+            return bool(differ.any())
+
+        self._defer(INEXACT, inexact)
+        return r.view(U32)
+
+    def div(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        a, b = _f32(x), _f32(y)
+        with np.errstate(all="ignore"):
+            q = np.divide(a, b)
+        redone = self._redo_small("div", q, a, b, x, y)
+
+        def inexact() -> bool:
+            with np.errstate(all="ignore"):
+                rem = a.astype(F64) - q.astype(F64) * b.astype(F64)  # exact (module doc)
+            differ = rem != 0
+            if redone is not None:
+                differ.reshape(-1)[redone] = False
+            return bool(differ.any())
+
+        self._defer(INEXACT, inexact)
+        return q.view(U32)
+
+    def _redo_small(self, op: str, r: np.ndarray, a: np.ndarray, b: np.ndarray,
+                    x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        """Redo the lanes of a product or quotient ``r`` that are not finite
+        or at most FP32's smallest normal in magnitude (the lanes that may
+        overflow, underflow, or meet a NaN or an infinity), except exact zeros
+        of a zero ``a`` (or, for products, ``b``) and finite other operand."""
+        with np.errstate(all="ignore"):
+            m = np.abs(r)
+            suspect = ~((m > _MIN_NORMAL) & (m <= _MAX))
+        if not suspect.any():
+            return None
+        lanes = np.flatnonzero(suspect)
+        where = np.unravel_index(lanes, r.shape)
+        av, bv = np.broadcast_to(a, r.shape)[where], np.broadcast_to(b, r.shape)[where]
+        if op == "mul":
+            exact_zero = (r[where] == 0) & (((av == 0) & np.isfinite(bv))
+                                          | ((bv == 0) & np.isfinite(av)))
+        else:
+            exact_zero = (r[where] == 0) & (av == 0) & (bv != 0) & np.isfinite(bv)
+        return self._redo(op, r, lanes[~exact_zero], x, y)
+
+    # -- running sums --------------------------------------------------------------------------
+
+    def row_sum(self, x: np.ndarray) -> np.ndarray | None:
+        """The sequential FP32 running sum from +0 along the last axis (codes
+        of the totals), or None where the general path must compute it (see
+        the module's docstring)."""
+        v = _f32(x)
+        if v.ndim == 0 or v.shape[-1] == 0:
+            return None
+        with np.errstate(all="ignore"):
+            total = _running_totals(v)
+        if not np.isfinite(total).all():
+            return None
+
+        def inexact() -> bool:
+            # TwoSum on each step acc[i-1] + x[i]; the first, +0 + x[0], is exact.
+            with np.errstate(all="ignore"):
+                partial = np.cumsum(v, axis=-1, dtype=F32)
+                s, a, b = partial[..., 1:], partial[..., :-1], v[..., 1:]
+                bv = s - a
+                err = (a - (s - bv)) + (b - bv)
+            return bool(err.any())
+
+        self._defer(INEXACT, inexact)
+        return total.view(U32)
+
+    # -- conversions ---------------------------------------------------------------------------
+
+    def widen(self, codes: np.ndarray, fmt: Format) -> np.ndarray | None:
+        """Codes of ``fmt`` (at most 16 bits, every value of it held by FP32)
+        as FP32 codes, exactly and with no flag; None where the general
+        conversion must run (other formats, or a NaN among the inputs)."""
+        if fmt.width > 16 or not holds(FP32, fmt):
+            return None
+        values = np.take(_widening_table(fmt), codes)
+        if np.isnan(values).any():
+            return None
+        return values.view(U32)
+
+    def to_fp16(self, codes: np.ndarray) -> np.ndarray:
+        """FP32 codes rounded to nearest even into FP16 codes, with flags.
+
+        On the float32 bits ``a`` of ``|v|``: where FP16's result is normal
+        (``2**-14 <= |v| < 65520``), adding ``0xFFF`` plus the last kept bit
+        rounds the 13 dropped bits to nearest even, and the carry moves into
+        the exponent, rebased by ``(127 - 15) << 23``; where ``|v| < 2**-14
+        - 2**-26`` the result is subnormal under either tininess rule, and
+        ``|v| + 0.5`` in float32 rounds it to FP16's subnormal grid (2**-24,
+        the last place of 0.5).  The lanes between (which round to 2**-14)
+        and from 65520 up (overflow, infinities, NaNs) go to the general
+        path."""
+        u = np.ascontiguousarray(codes, U32).reshape(-1)
+        out = np.empty(u.shape, U16)
+        redo, raised = [], 0
+        for start in range(0, u.size, _CHUNK):  # (temporaries stay in cache)
+            piece = u[start:start + _CHUNK]
+            want = (INEXACT | UNDERFLOW) & ~(self.ctx._flags[0] | raised)
+            lanes, found = _fp16_chunk(piece, out[start:start + _CHUNK], want)
+            raised |= found
+            if lanes.size:
+                redo.append(lanes + start)
+        if redo:
+            lanes = np.concatenate(redo)
+            out[lanes] = self.steps.convert(u[lanes], FP32, FP16)
+        self.ctx._flags[0] |= raised
+        return out.reshape(np.shape(codes))
+
+
+_CHUNK = 1 << 16
+
+
+def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, int]:
+    """:meth:`Fast32.to_fp16` on one chunk of FP32 codes ``u``: FP16 codes
+    into ``out``, the lanes the general path must redo, and which of the
+    flags in ``want`` the other lanes raise."""
+    a = u & U32(0x7FFFFFFF)
+    h = a + U32((0xFFF - 0x38000000) % (1 << 32))  # (wraps on tiny lanes: unused)
+    t = a >> U32(13)
+    t &= U32(1)
+    h += t
+    h >>= U32(13)
+    tiny = a < U32(0x387FF000)
+    f = np.empty(a.shape, F32)
+    with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
+        np.add(a.view(F32), F32(0.5), out=f)
+    np.subtract(f.view(U32), U32(0x3F000000), out=t)
+    # h = t on tiny lanes: an arithmetic select (a masked copy branches per lane)
+    m = tiny.astype(U32)
+    np.negative(m, out=m)
+    t ^= h
+    t &= m
+    h ^= t
+    np.right_shift(u, U32(16), out=t)
+    t &= U32(0x8000)
+    h |= t
+    out[...] = h
+    np.subtract(a, U32(0x387FF000), out=t)
+    redo = t < U32(0x1000)
+    redo |= a >= U32(0x477FF000)
+    lanes = np.flatnonzero(redo)
+    if lanes.size:
+        a[lanes] = 0  # their flags are the general path's: here exact and tiny
+        tiny[lanes] = True
+        f[lanes] = F32(0.5)
+    found = 0
+    if want & (INEXACT | UNDERFLOW) and tiny.any():
+        with np.errstate(all="ignore"):
+            if ((f[tiny] - F32(0.5)) != a.view(F32)[tiny]).any():
+                found |= UNDERFLOW | INEXACT  # tiny and inexact
+    if want & INEXACT & ~found and (a[~tiny] & U32(0x1FFF)).any():
+        found |= INEXACT
+    return lanes, found & want
+
+
+_WIDENING: dict[Format, np.ndarray] = {}
+
+
+def _widening_table(fmt: Format) -> np.ndarray:
+    """Every code of ``fmt`` as a float32 value, by the general conversion
+    (any mode: FP32 holds them all); NaN where it gives a NaN or a flag."""
+    if fmt not in _WIDENING:
+        codes = np.arange(1 << fmt.width, dtype=array.code_dtype(fmt))
+        wide, flags = array.convert(codes, fmt, FP32, Context(), return_flags=True)
+        values = wide.view(F32).copy()
+        values[flags != 0] = np.nan
+        _WIDENING[fmt] = values
+    return _WIDENING[fmt]
+
+
+# Rows from which a running sum is cheaper as one vector sum per column
+# (after a transposition in blocks of rows, which stay in cache) than as
+# numpy.cumsum along each row (one dependent sum after another).
+_MANY_ROWS, _BLOCK = 512, 16
+
+
+def _running_totals(v: np.ndarray) -> np.ndarray:
+    """``((+0 + v[..., 0]) + v[..., 1]) + ...``, each sum a float32 sum.
+
+    numpy.cumsum's partial sums are these but for the sign of a zero (it
+    starts from ``v[..., 0]``, not ``+0 + v[..., 0]``); adding +0 to the
+    total clears it, as a running sum from +0 in round to nearest is never
+    -0."""
+    k = v.shape[-1]
+    rows = v.reshape(-1, k)
+    if rows.shape[0] < _MANY_ROWS:
+        return np.cumsum(v, axis=-1, dtype=F32)[..., -1] + F32(0.0)
+    columns = np.empty((k, rows.shape[0]), F32)
+    for i in range(0, rows.shape[0], _BLOCK):
+        columns[:, i:i + _BLOCK] = rows[i:i + _BLOCK].T
+    acc = np.zeros(rows.shape[0], F32)
+    for column in columns:
+        np.add(acc, column, out=acc)
+    return acc.reshape(v.shape[:-1])
