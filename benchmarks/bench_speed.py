@@ -155,12 +155,12 @@ def main() -> None:
             t_ref = median_seconds(lambda a=a, b=b, peer=peer: peer(a, b), args.repeats)
             line(f"{name} inputs, {label}", t_ours, t_ref, "<= 2x")
     big = args.big_gemm
-    a = rng.standard_normal((big, big)).astype(np.float16)
-    b = rng.standard_normal((big, big)).astype(np.float16)
-    ours = ops.matmul(a, b, out="fp32")
-    assert np.array_equal(ours.view(np.uint32), numpy_gemm(a, b).view(np.uint32))
-    t_big = median_seconds(lambda: ops.matmul(a, b, out="fp32"), args.repeats)
-    t_ref = median_seconds(lambda: numpy_gemm(a, b), args.repeats)
+    ga = rng.standard_normal((big, big)).astype(np.float16)
+    gb = rng.standard_normal((big, big)).astype(np.float16)
+    ours = ops.matmul(ga, gb, out="fp32")
+    assert np.array_equal(ours.view(np.uint32), numpy_gemm(ga, gb).view(np.uint32))
+    t_big = median_seconds(lambda: ops.matmul(ga, gb, out="fp32"), args.repeats)
+    t_ref = median_seconds(lambda: numpy_gemm(ga, gb), args.repeats)
     line(f"fp16 inputs, sequential, {big}^3", t_big, t_ref, "under 2 s")
 
     header(f"{args.rows}x{args.rows} FP16, FP32 compute")
@@ -209,8 +209,10 @@ def main() -> None:
     header(f"threads: default workers ({_threads.available_cpus()} CPUs) against workers=1")
     x16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
     y16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
-    for label, call in ((f"matmul fp16 {big}^3", lambda w: ops.matmul(a, b, out="fp32",
+    for label, call in ((f"matmul fp16 {big}^3", lambda w: ops.matmul(ga, gb, out="fp32",
                                                                      workers=w)),
+                        (f"softmax {args.rows}^2", lambda w: ops.softmax(x, workers=w)),
+                        (f"layer_norm {args.rows}^2", lambda w: ops.layer_norm(x, workers=w)),
                         (f"add fp16, {args.n:,}", lambda w: array.add(x16, y16, workers=w)),
                         (f"float32 -> bf16, {args.n:,}", lambda w: array.encode(
                             x32, "bf16", workers=w))):
@@ -223,7 +225,7 @@ def main() -> None:
     # against the bytes of its inputs plus its output.
     print(f"\n{'peak memory of a call':<40} {'peak MB':>10} {'in+out MB':>10} {'ratio':>9}")
     for label, call, inputs in (
-            (f"matmul fp16 {big}^3", lambda: ops.matmul(a, b, out="fp32"), (a, b)),
+            (f"matmul fp16 {big}^3", lambda: ops.matmul(ga, gb, out="fp32"), (ga, gb)),
             (f"add fp16, {args.n:,}", lambda: array.add(x16, y16), (x16, y16)),
             (f"float32 -> bf16, {args.n:,}", lambda: array.encode(x32, "bf16"), (x32,)),
             (f"softmax {args.rows}^2", lambda: ops.softmax(x), (x,))):

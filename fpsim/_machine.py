@@ -11,9 +11,12 @@ Each check costs a few scalar operations.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "two_sum_error"]
+__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "two_sum_error",
+           "reduces_in_order"]
 
 # Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
 # to even: 1), 1 + 3 * 2**-24 (a tie, to even: 1 + 2**-22) and their
@@ -53,3 +56,21 @@ def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     (NaN where ``s`` overflowed)."""
     yv = s - x
     return (x - (s - yv)) + (y - yv)
+
+
+@functools.cache
+def reduces_in_order() -> bool:
+    """Whether numpy's ``add.reduce`` of a float32 array down its first
+    (slow) axis adds each row to the running result in turn, as numpy's
+    documentation of ``sum`` describes (pairwise summation only along the
+    fast axis): a column of 1 and then many 2**-24 sums to exactly 1 that
+    way (each addition a tie, to even), and to more than 1 in any other
+    order.  Answered once per process: it is numpy's code, not the unit's
+    state, that decides it (the unit's rounding is checked per call)."""
+    n = 4099
+    column = np.full(n, np.float32(2.0**-24))
+    column[0] = 1.0
+    probe = np.repeat(column[:, None], 37, axis=1)
+    with np.errstate(all="ignore"):
+        total = np.add.reduce(probe, axis=0)
+    return bool((total == np.float32(1.0)).all())

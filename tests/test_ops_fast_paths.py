@@ -384,3 +384,47 @@ def test_stochastic_rounding_draws_for_every_element(distinct_spy):
     z = ops.exp(x, rounding="sr", rng=5)
     assert not distinct_spy.taken()
     assert len(np.unique(y)) == 2 and len(np.unique(z)) == 2   # up or down, element by element
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm"])
+def test_row_blocks_on_threads_give_the_bits_and_flags_of_one_pass(name, workers, general,
+                                                                   monkeypatch):
+    """A large row-wise call runs blocks of rows (here made small), each on
+    its own flags, on up to ``workers`` threads: the same as one pass of the
+    general path, hard rows included (a block of them raising what the
+    others do not)."""
+    from fpsim.ops import _nn
+    monkeypatch.setattr(_nn, "ROW_BLOCK", 3 * 40)
+    x = np.concatenate([_rows(8, (40, 40)), _hard_rows_fp16(), _rows(9, (31, 40))])
+    _same(OPERATORS[name], general, x, workers=workers)
+    _same(OPERATORS[name], general, x, workers=workers, out="fp32")
+    # a block of exact rows alone: the others' INEXACT must not leak, nor be lost
+    exact = np.zeros((9, 40), F16)
+    _same(OPERATORS[name], general, exact, workers=workers)
+
+
+def test_row_sums_when_numpy_would_not_reduce_in_order(general, monkeypatch):
+    """Where numpy's reduction down columns is not the sequential sum, the
+    running sums fall back to numpy.cumsum: same bits and flags."""
+    from fpsim import _machine
+    monkeypatch.setattr(_machine, "reduces_in_order", lambda: False)
+    _same(ops.layer_norm, general, _rows(3, (600, 33), scale=6.0))
+
+
+def test_the_in_order_probe_agrees_with_an_explicit_running_sum():
+    """The probe behind the column sums says True exactly when numpy's
+    reduction down columns is the running sum added one row at a time."""
+    from fpsim import _machine
+    v = (np.random.default_rng(5).standard_normal((3000, 50)) * 1e3).astype(F32)
+    acc = np.zeros(50, F32)
+    for row in v:
+        acc = acc + row
+    assert _machine.reduces_in_order() == bool(
+        np.array_equal(np.add.reduce(v, axis=0), acc))
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_positive_integer(workers):
+    with pytest.raises(ValueError, match="workers="):
+        ops.softmax(_rows(1, (2, 3)), workers=workers)

@@ -20,6 +20,15 @@ beyond the output (and the optional per-element flags).  An operand that
 broadcasts along an axis (other than a single value) is first expanded to the
 result's shape.
 
+Threads: the conversions and :func:`add`, :func:`sub`, :func:`mul`,
+:func:`div`, :func:`fma`, :func:`sqrt` take ``workers=``, the number of
+threads a call may run its chunks on (numpy releases the interpreter lock in
+its loops).  The default, None, uses every CPU this process may run on for
+calls of about a million elements or more, one thread below; ``workers=1``
+never starts a thread.  Stochastic rounding runs in one thread (its random
+numbers are drawn in element order).  The bits and flags never depend on
+``workers``.
+
 >>> import numpy as np, fpsim
 >>> from fpsim import array
 >>> codes = array.encode(np.array([1e-5, 1.0, 70000.0, -0.0]), fpsim.FP16)

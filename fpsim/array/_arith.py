@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _threads
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
@@ -150,8 +151,11 @@ def _flat(a: np.ndarray, shape: tuple[int, ...], fmt: Format) -> np.ndarray:
 
 def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | None,
          random_bits: Any, rng: Any, return_flags: bool, chunk_size: int,
-         overrides: dict[str, Any]) -> Any:
-    """Apply ``_CHUNK_OPS[op]`` chunk by chunk, OR the flags into the context."""
+         overrides: dict[str, Any], workers: int | None = None) -> Any:
+    """Apply ``_CHUNK_OPS[op]`` chunk by chunk (on up to ``workers``
+    threads, except under stochastic rounding, whose random numbers are
+    drawn in element order), OR the flags into the context."""
+    _threads.check_workers(op, workers)
     operands = _Operands(op, xs, fmt)
     fmt = operands.fmt
     ctx, key = resolve(ctx, overrides)
@@ -172,7 +176,7 @@ def _run(op: str, xs: tuple[Any, ...], ctx: Context | None, fmt: Format | str | 
                        rand)
 
     result = run_chunks(operands.size, operands.shape, code_dtype(fmt), chunk_size, chunk, ctx,
-                        return_flags)
+                        return_flags, workers if bits is None else 1)
     if return_flags:
         return result[0].view(operands.result_dtype), result[1]
     return result.view(operands.result_dtype)
@@ -818,7 +822,8 @@ _SETTINGS_DOC = """
 
 def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
-        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+        chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+        **overrides: Any) -> Any:
     """``x + y`` elementwise, each rounded once (:func:`fpsim.arith.add`).
 
     >>> import numpy as np
@@ -829,7 +834,8 @@ def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     >>> hex(codes[0]), fpsim.Flag(int(flags[0])).names()
     ('0x7e', ['inexact'])
     """
-    return _run("add", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+    return _run("add", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides, workers)
 
 
 def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
@@ -884,19 +890,22 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
 
 def sub(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
-        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+        chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+        **overrides: Any) -> Any:
     """``x - y`` elementwise (:func:`fpsim.arith.sub`).
 
     >>> import numpy as np
     >>> sub(np.float16([1.0]), np.float16([1.0]), rounding="rdn").tolist()  # toward -inf: -0
     [-0.0]
     """
-    return _run("sub", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+    return _run("sub", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides, workers)
 
 
 def mul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
-        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+        chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+        **overrides: Any) -> Any:
     """``x × y`` elementwise (:func:`fpsim.arith.mul`).
 
     >>> import ml_dtypes, numpy as np                # 16 × 30 = 480: no inf in E4M3
@@ -904,24 +913,28 @@ def mul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     >>> mul(x, np.array([30, 28], ml_dtypes.float8_e4m3fn)).astype(float).tolist()
     [nan, 448.0]
     """
-    return _run("mul", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+    return _run("mul", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides, workers)
 
 
 def div(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
-        chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+        chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+        **overrides: Any) -> Any:
     """``x / y`` elementwise (:func:`fpsim.arith.div`).
 
     >>> import numpy as np
     >>> div(np.float16([1.0, 1.0, 0.0]), np.float16([3.0, 0.0, 0.0])).tolist()
     [0.333251953125, inf, nan]
     """
-    return _run("div", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+    return _run("div", (x, y), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides, workers)
 
 
 def fma(x: Any, y: Any, z: Any, ctx: Context | None = None, *,
         fmt: Format | str | None = None, random_bits: Any = None, rng: Any = None,
-        return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+        return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+        **overrides: Any) -> Any:
     """``x × y + z`` elementwise with one rounding (:func:`fpsim.arith.fma`).
 
     >>> import numpy as np
@@ -930,19 +943,21 @@ def fma(x: Any, y: Any, z: Any, ctx: Context | None = None, *,
     [0.0004878044128417969]
     """
     return _run("fma", (x, y, z), ctx, fmt, random_bits, rng, return_flags, chunk_size,
-                overrides)
+                overrides, workers)
 
 
 def sqrt(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
          random_bits: Any = None, rng: Any = None, return_flags: bool = False,
-         chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:
+         chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
+         **overrides: Any) -> Any:
     """Square root elementwise (:func:`fpsim.arith.sqrt`).
 
     >>> import numpy as np
     >>> sqrt(np.float16([2.0, -0.0, -1.0])).tolist()
     [1.4140625, -0.0, nan]
     """
-    return _run("sqrt", (x,), ctx, fmt, random_bits, rng, return_flags, chunk_size, overrides)
+    return _run("sqrt", (x,), ctx, fmt, random_bits, rng, return_flags, chunk_size,
+                overrides, workers)
 
 
 # The shared paragraph on operands and settings goes before each example.

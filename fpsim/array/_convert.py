@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _threads
 from ..context import Context, resolve
 from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
@@ -129,7 +130,7 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
 def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
            src: Format | str | None = None, random_bits: Any = None, rng: Any = None,
            return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK,
-           **overrides: Any) -> Any:
+           workers: int | None = None, **overrides: Any) -> Any:
     """Round an array into ``fmt`` and return the codes (uint8/16/32).
 
     ``values`` is any array numpy can view (``np.asarray``): float16,
@@ -143,7 +144,11 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     the context's generator (a numpy Generator is used directly; a
     :class:`random.Random` seeds one with 64 bits drawn from it).  The flags
     of all elements go into the context; ``return_flags=True`` also returns a
-    uint8 array of per-element flags.
+    uint8 array of per-element flags.  ``workers=`` is the number of threads
+    a large call may use (None: every CPU from about a million elements;
+    1: this thread alone; stochastic rounding always runs in one thread, to
+    draw its numbers in element order); the bits and flags never depend on
+    it.
 
     >>> codes, flags = encode(np.array([1.0, 1e-5, 1e6], np.float32), "fp16",
     ...                       return_flags=True)
@@ -152,6 +157,7 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     >>> [fpsim.Flag(int(f)).names() for f in flags]
     [[], ['underflow', 'inexact'], ['overflow', 'inexact']]
     """
+    _threads.check_workers("encode", workers)
     fmt = _lookup(fmt)
     if fmt.width > 32:
         raise ValueError(f"array encode supports formats up to 32 bits; {fmt.name} is "
@@ -168,7 +174,8 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         return convert_chunk(flat[start:stop], bits(start, stop) if bits is not None else None)
 
-    return run_chunks(flat.size, a.shape, code_dtype(fmt), chunk_size, chunk, ctx, return_flags)
+    return run_chunks(flat.size, a.shape, code_dtype(fmt), chunk_size, chunk, ctx, return_flags,
+                      workers if bits is None else 1)
 
 
 Converter = Callable[[np.ndarray, Any], tuple[np.ndarray, np.ndarray]]

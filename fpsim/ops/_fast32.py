@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import array
+from .. import _machine, array
 from ..array import _native
 from ..context import Context
 from ..formats import FP16, FP32, Format
@@ -61,8 +61,6 @@ from .operands import holds
 
 F32, F64, U16, U32 = np.float32, np.float64, np.uint16, np.uint32
 
-_MIN_NORMAL = F32(2.0 ** -126)
-_MAX = F32(np.finfo(np.float32).max)
 
 
 def usable(key: tuple[Any, ...], rng: Any) -> bool:
@@ -90,8 +88,15 @@ class Fast32:
     # -- flags -------------------------------------------------------------------------------
 
     def _defer(self, flag: int, check: Callable[[], bool]) -> None:
-        """Raise ``flag`` at :meth:`finish` if ``check()`` (unless already raised)."""
-        if not self.ctx._flags[0] & flag:
+        """Raise ``flag`` at :meth:`finish` if ``check()`` (unless already raised).
+
+        Checks of a flag that a step has raised since are dropped here, so
+        that the arrays they hold are freed as the operator goes on (every
+        step's inputs kept to the end would double its memory)."""
+        raised = self.ctx._flags[0]
+        if self.checks and any(f & raised for f, _ in self.checks):
+            self.checks = [(f, c) for f, c in self.checks if not f & raised]
+        if not raised & flag:
             self.checks.append((flag, check))
 
     def finish(self) -> None:
@@ -108,9 +113,8 @@ class Fast32:
         there are none."""
         if not lanes.size:
             return None
-        where = np.unravel_index(lanes, out.shape)
-        xs = np.broadcast_to(x, out.shape)[where]
-        ys = np.broadcast_to(y, out.shape)[where]
+        xs = np.broadcast_to(x, out.shape).reshape(-1)[lanes]  # (0-d arrays too)
+        ys = np.broadcast_to(y, out.shape).reshape(-1)[lanes]
         out.reshape(-1)[lanes] = _f32(getattr(self.steps, op)(xs, ys, FP32))
         return lanes
 
@@ -131,10 +135,9 @@ class Fast32:
 
         def inexact() -> bool:
             with np.errstate(all="ignore"):
-                # TwoSum (Knuth): s + err == a + b exactly (finite lanes).
-                c = b if op == "add" else -b  # (negation is exact)
-                bv = s - a
-                err = (a - (s - bv)) + (c - bv)
+                # TwoSum (Knuth): s + err == a + b exactly (finite lanes);
+                # negation is exact.
+                err = _machine.two_sum_error(s, a, b if op == "add" else -b)
             if redone is not None:
                 err.reshape(-1)[redone] = 0
             return bool(err.any())
@@ -143,14 +146,26 @@ class Fast32:
         return s.view(U32)
 
     def mul(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self._product("mul", x, y)
+
+    def div(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return self._product("div", x, y)
+
+    def _product(self, op: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``x * y`` or ``x / y``: inexact where the float64 product differs
+        from the exact one, or where the quotient's remainder is not zero."""
         a, b = _f32(x), _f32(y)
         with np.errstate(all="ignore"):
-            r = np.multiply(a, b)
-        redone = self._redo_small("mul", r, a, b, x, y)
+            r = np.multiply(a, b) if op == "mul" else np.divide(a, b)
+        redone = self._redo_small(op, r, a, b, x, y)
 
         def inexact() -> bool:
             with np.errstate(all="ignore"):
-                differ = r.astype(F64) != np.multiply(a, b, dtype=F64)  # exact product
+                if op == "mul":
+                    differ = r.astype(F64) != np.multiply(a, b, dtype=F64)  # exact product
+                else:
+                    rem = a.astype(F64) - r.astype(F64) * b.astype(F64)  # exact (module doc)
+                    differ = rem != 0
             if redone is not None:
                 differ.reshape(-1)[redone] = False
             return bool(differ.any())
@@ -158,42 +173,22 @@ class Fast32:
         self._defer(INEXACT, inexact)
         return r.view(U32)
 
-    def div(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        a, b = _f32(x), _f32(y)
-        with np.errstate(all="ignore"):
-            q = np.divide(a, b)
-        redone = self._redo_small("div", q, a, b, x, y)
-
-        def inexact() -> bool:
-            with np.errstate(all="ignore"):
-                rem = a.astype(F64) - q.astype(F64) * b.astype(F64)  # exact (module doc)
-            differ = rem != 0
-            if redone is not None:
-                differ.reshape(-1)[redone] = False
-            return bool(differ.any())
-
-        self._defer(INEXACT, inexact)
-        return q.view(U32)
-
     def _redo_small(self, op: str, r: np.ndarray, a: np.ndarray, b: np.ndarray,
                     x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         """Redo the lanes of a product or quotient ``r`` that are not finite
         or at most FP32's smallest normal in magnitude (the lanes that may
         overflow, underflow, or meet a NaN or an infinity), except exact zeros
         of a zero ``a`` (or, for products, ``b``) and finite other operand."""
-        with np.errstate(all="ignore"):
-            m = np.abs(r)
-            suspect = ~((m > _MIN_NORMAL) & (m <= _MAX))
-        if not suspect.any():
+        lanes = _outside_normal(r)
+        if lanes is None:
             return None
-        lanes = np.flatnonzero(suspect)
-        where = np.unravel_index(lanes, r.shape)
-        av, bv = np.broadcast_to(a, r.shape)[where], np.broadcast_to(b, r.shape)[where]
+        av = np.broadcast_to(a, r.shape).reshape(-1)[lanes]
+        bv = np.broadcast_to(b, r.shape).reshape(-1)[lanes]
         if op == "mul":
-            exact_zero = (r[where] == 0) & (((av == 0) & np.isfinite(bv))
+            exact_zero = (r.reshape(-1)[lanes] == 0) & (((av == 0) & np.isfinite(bv))
                                           | ((bv == 0) & np.isfinite(av)))
         else:
-            exact_zero = (r[where] == 0) & (av == 0) & (bv != 0) & np.isfinite(bv)
+            exact_zero = (r.reshape(-1)[lanes] == 0) & (av == 0) & (bv != 0) & np.isfinite(bv)
         return self._redo(op, r, lanes[~exact_zero], x, y)
 
     # -- running sums --------------------------------------------------------------------------
@@ -214,9 +209,7 @@ class Fast32:
             # TwoSum on each step acc[i-1] + x[i]; the first, +0 + x[0], is exact.
             with np.errstate(all="ignore"):
                 partial = np.cumsum(v, axis=-1, dtype=F32)
-                s, a, b = partial[..., 1:], partial[..., :-1], v[..., 1:]
-                bv = s - a
-                err = (a - (s - bv)) + (b - bv)
+                err = _machine.two_sum_error(partial[..., 1:], partial[..., :-1], v[..., 1:])
             return bool(err.any())
 
         self._defer(INEXACT, inexact)
@@ -265,6 +258,29 @@ class Fast32:
 
 
 _CHUNK = 1 << 16
+
+# Magnitudes of FP32 codes: (|code| - smallest normal above it) wraps past
+# this span exactly where |value| is at most FP32's smallest normal, or is
+# not finite.
+_NORMAL_LO = U32(0x00800001)
+_NORMAL_SPAN = U32(0x7F7FFFFF - 0x00800001)
+
+
+def _outside_normal(r: np.ndarray) -> np.ndarray | None:
+    """Flat indices of the float32 ``r`` whose magnitude is not finite or
+    is at most FP32's smallest normal (None: there are none), computed a
+    cache-sized piece at a time (no temporary as large as ``r``)."""
+    u = np.ascontiguousarray(r).reshape(-1).view(U32)
+    found = []
+    for start in range(0, u.size, _CHUNK):
+        piece = u[start:start + _CHUNK]
+        t = piece << U32(1)  # (the sign bit dropped)
+        t >>= U32(1)
+        t -= _NORMAL_LO
+        hit = t > _NORMAL_SPAN
+        if hit.any():
+            found.append(np.flatnonzero(hit) + start)
+    return np.concatenate(found) if found else None
 
 
 def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, int]:
@@ -325,27 +341,34 @@ def _widening_table(fmt: Format) -> np.ndarray:
     return _WIDENING[fmt]
 
 
-# Rows from which a running sum is cheaper as one vector sum per column
-# (after a transposition in blocks of rows, which stay in cache) than as
-# numpy.cumsum along each row (one dependent sum after another).
-_MANY_ROWS, _BLOCK = 512, 16
+# Rows from which a running sum is cheaper as one vector sum down the
+# columns of a transposed copy (made in blocks of rows, which stay in the
+# cache) than as numpy.cumsum along each row (one dependent sum after
+# another); rows transposed per block; elements of the transposed work array.
+_MANY_ROWS, _BLOCK, _GROUP = 64, 8, 1 << 18
 
 
 def _running_totals(v: np.ndarray) -> np.ndarray:
     """``((+0 + v[..., 0]) + v[..., 1]) + ...``, each sum a float32 sum.
 
-    numpy.cumsum's partial sums are these but for the sign of a zero (it
-    starts from ``v[..., 0]``, not ``+0 + v[..., 0]``); adding +0 to the
+    numpy.cumsum's partial sums are these, and so is numpy's reduction down
+    the slow axis of an array (which adds each row to the result in turn,
+    where ``_machine.reduces_in_order`` says so), but for the sign of a zero:
+    they start from ``v[..., 0]``, not ``+0 + v[..., 0]``; adding +0 to the
     total clears it, as a running sum from +0 in round to nearest is never
     -0."""
     k = v.shape[-1]
     rows = v.reshape(-1, k)
-    if rows.shape[0] < _MANY_ROWS:
+    if rows.shape[0] < _MANY_ROWS or not _machine.reduces_in_order():
         return np.cumsum(v, axis=-1, dtype=F32)[..., -1] + F32(0.0)
-    columns = np.empty((k, rows.shape[0]), F32)
-    for i in range(0, rows.shape[0], _BLOCK):
-        columns[:, i:i + _BLOCK] = rows[i:i + _BLOCK].T
-    acc = np.zeros(rows.shape[0], F32)
-    for column in columns:
-        np.add(acc, column, out=acc)
+    acc = np.empty(rows.shape[0], F32)
+    group = max(_BLOCK, (_GROUP // max(k, 1)) // _BLOCK * _BLOCK)
+    columns = np.empty((k, min(group, rows.shape[0])), F32)
+    for g in range(0, rows.shape[0], group):
+        part = rows[g:g + group]
+        cols = columns[:, :part.shape[0]]
+        for i in range(0, part.shape[0], _BLOCK):
+            cols[:, i:i + _BLOCK] = part[i:i + _BLOCK].T
+        np.add.reduce(cols, axis=0, out=acc[g:g + group])
+    acc += F32(0.0)
     return acc.reshape(v.shape[:-1])

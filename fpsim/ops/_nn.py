@@ -16,17 +16,23 @@ result, flags included (:mod:`fpsim.ops._fast32`).
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .. import array
+from .. import _threads, array
 from ..array._common import as_array
 from ..context import Context, resolve
 from ..formats import FP16, FP32
 from . import _fast32
 from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
 from .operands import Distinct, Operand, constant, declared, deliver
+
+# Elements of whole rows that a row-wise operator on the fast FP32 steps
+# computes at a time (see _Call.by_rows): 1 MiB of float32 per intermediate.
+ROW_BLOCK = 1 << 18
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "relu", "sigmoid", "silu",
            "gelu", "mse_loss", "cross_entropy"]
@@ -38,9 +44,12 @@ class _Call:
 
     def __init__(self, op: str, x: Any, fmt: Any, ctx: Context | None, compute: Any,
                  accumulate: Any, out: Any, order: Any, rng: Any, overrides: dict[str, Any],
-                 axis: int | None = -1) -> None:
+                 axis: int | None = -1, convert: bool = True, workers: Any = None) -> None:
         self.op = op
         self.operand = Operand(op, x, fmt)
+        _threads.check_workers(op, workers)
+        self.workers = workers
+        self.rng, self.overrides = rng, overrides
         self.steps = Steps(ctx, rng, overrides)
         self.c = declared(op, "compute", compute)
         self.a = declared(op, "accumulate", accumulate)
@@ -63,8 +72,10 @@ class _Call:
         self.distinct = None if axis is not None else Distinct.of(codes, self.operand.fmt, key)
         if self.distinct is not None:
             codes = self.distinct.codes
-        # Every element in C, converted at once, in C order of the input.
-        self.x = self.convert_in(codes, self.operand.fmt)
+        self.codes = codes
+        # Every element in C, converted at once, in C order of the input
+        # (convert=False: by :meth:`by_rows`, a block of rows at a time).
+        self.x = self.convert_in(codes, self.operand.fmt) if convert else None
 
     def convert_in(self, codes: np.ndarray, fmt: Any) -> np.ndarray:
         wide = self.fast.widen(codes, fmt) if self.fast is not None else None
@@ -119,13 +130,68 @@ class _Call:
         if self.fast is not None:
             self.fast.finish()
 
-    def done(self, y: np.ndarray, moved: bool = True) -> np.ndarray:
-        """Convert to O, put the axis back, deliver values or codes."""
+    def by_rows(self, body: Callable[[_Call], np.ndarray]) -> np.ndarray:
+        """The result of an operator on each row (the reduced axis last)
+        alone, delivered: ``body(call)`` gives the codes in C of the rows
+        whose codes in C are ``call.x``.
+
+        With the fast FP32 steps, a large input runs :data:`ROW_BLOCK`
+        elements of whole rows at a time, on up to ``workers`` threads
+        (:mod:`fpsim._threads`): every intermediate then stays in the cache
+        and in memory the process already holds, where arrays as large as the
+        input would be fresh pages on every call (page faults cost more here
+        than the arithmetic).  Rows are independent and each block gathers
+        its flags apart, ORed into the context once every block has
+        succeeded, so the bits and flags are those of one pass; the general
+        path (which may draw random numbers in element order) runs at once."""
+        codes = self.codes
+        n = codes.shape[-1] if codes.ndim else 1
+        if self.fast is None or codes.ndim < 2 or codes.size <= ROW_BLOCK or n == 0:
+            self.x = self.convert_in(codes, self.operand.fmt)
+            return self.done(body(self))
+        rows = codes.reshape(-1, n)
+        step = max(1, ROW_BLOCK // n)
+        starts = range(0, rows.shape[0], step)
+        out = np.empty(rows.shape, array.code_dtype(self.o))
+
+        def block(start: int) -> int:
+            part = self._block()
+            part.x = part.convert_in(rows[start:start + step], self.operand.fmt)
+            out[start:start + step] = part.to_out(body(part))
+            return part.steps.flagged._flags[0]
+
+        threads = _threads.thread_count(self.workers, codes.size, len(starts))
+        raised = 0
+        for flags in _threads.run_pieces(block, starts, threads):
+            raised |= flags
+        self.steps.flagged._flags[0] |= raised
+        return self.deliver(out.reshape(codes.shape))
+
+    def _block(self) -> _Call:
+        """This call for one block of rows: its own steps and fast steps,
+        whose flags go to a context of its own (blocks may run at once)."""
+        part = copy.copy(self)
+        own = self.steps.flagged.copy()
+        own.clear_flags()
+        part.steps = Steps(own, self.rng, self.overrides)
+        part.fast = _fast32.Fast32(part.steps, own)
+        return part
+
+    def to_out(self, y: np.ndarray) -> np.ndarray:
+        """Codes of C converted to O, and the flags of the fast steps raised."""
         if self.fast is not None and self.o == FP16:
             result = self.fast.to_fp16(y)
         else:
             result = self.steps.convert(y, self.c, self.o)
         self.finish()
+        return result
+
+    def done(self, y: np.ndarray, moved: bool = True) -> np.ndarray:
+        """Convert to O, put the axis back, deliver values or codes."""
+        return self.deliver(self.to_out(y), moved)
+
+    def deliver(self, result: np.ndarray, moved: bool = True) -> np.ndarray:
+        """Results in O: every element its code's, the axis back, values or codes."""
         if self.distinct is not None:  # each element's result is its code's
             result = self.distinct.spread(result)
         if moved and result.ndim:
@@ -153,12 +219,15 @@ _NUMERICS = """
     (O, default: the input's format), ``order`` of the running sums (see
     :mod:`fpsim.ops`), and the settings of :mod:`fpsim.array` (``ctx=``,
     ``rounding=``, ``ftz=``, ``daz=``, ``saturate=``, ``rng=``...).  Input:
-    values of a float dtype or codes with ``fmt=``."""
+    values of a float dtype or codes with ``fmt=``.  ``workers=``: the
+    threads a large call may use (None: every CPU from about a million
+    elements; 1: this thread alone); the bits and flags never depend on it."""
 
 
 def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
             stable: bool = True, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
-            order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+            order: Any = "sequential", rng: Any = None, workers: int | None = None,
+            **overrides: Any) -> np.ndarray:
     """Softmax along ``axis``, as these roundings:
 
     1. ``xc`` = x converted to C; with ``stable=True``, ``d = xc - max(xc)``
@@ -167,21 +236,28 @@ def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = No
     3. ``s`` = the running sum of ``e`` in A;
     4. ``y = e / s`` in C (``s`` converted to C), converted to O.
     """
-    c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis)
+    c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis,
+              convert=False, workers=workers)
+    return c.by_rows(lambda c: _softmax_steps(c, stable))
+
+
+def _softmax_steps(c: _Call, stable: bool) -> np.ndarray:
     e = c.fn("exp", _shifted(c, stable))
     s = c.steps.convert(c.sum_last(e), c.a, c.c)
-    return c.done(c.div(e, s[..., None]))
+    return c.div(e, s[..., None])
 
 
 def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
                 stable: bool = True, compute: Any = FP32, accumulate: Any = FP32,
                 out: Any = None, order: Any = "sequential", rng: Any = None,
+                workers: int | None = None,
                 **overrides: Any) -> np.ndarray:
     """Log-softmax along ``axis``: ``d`` and ``e`` as in :func:`softmax`,
     ``s`` their running sum in A, ``l = log(s)`` correctly rounded in C,
     ``y = d - l`` in C, converted to O."""
-    c = _Call("log_softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis)
-    return c.done(_log_softmax_steps(c, stable))
+    c = _Call("log_softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis,
+              convert=False, workers=workers)
+    return c.by_rows(lambda c: _log_softmax_steps(c, stable))
 
 
 def _log_softmax_steps(c: _Call, stable: bool) -> np.ndarray:
@@ -196,7 +272,8 @@ _VARIANCES = ("two_pass", "one_pass")
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None = None, *,
                fmt: Any = None, eps: float = 1e-5, variance: str = "two_pass",
                compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
-               order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+               order: Any = "sequential", rng: Any = None, workers: int | None = None,
+               **overrides: Any) -> np.ndarray:
     """Layer normalization over the last axis (N elements), as these
     roundings (each in C unless said):
 
@@ -224,7 +301,13 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None
     if variance not in _VARIANCES:
         raise ValueError(f"layer_norm(): unknown variance={variance!r}; accepted "
                          f"{', '.join(repr(v) for v in _VARIANCES)}")
-    c = _Call("layer_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1)
+    c = _Call("layer_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1,
+              convert=False, workers=workers)
+    return c.by_rows(lambda c: _layer_norm_steps(c, weight, bias, eps, variance))
+
+
+def _layer_norm_steps(c: _Call, weight: Any, bias: Any, eps: float, variance: str
+                      ) -> np.ndarray:
     mu = c.mean_last(c.x)[..., None]
     d = c.sub(c.x, mu)
     if variance == "two_pass":
@@ -233,7 +316,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None
         var = c.sub(c.mean_last(c.mul(c.x, c.x)), c.mul(mu[..., 0], mu[..., 0]))
     r = c.fn("rsqrt", c.add(var, c.steps.encode(eps, c.c)))
     y = c.mul(d, r[..., None])
-    return c.done(_affine(c, y, weight, bias))
+    return _affine(c, y, weight, bias)
 
 
 def _affine(c: _Call, y: np.ndarray, weight: Any, bias: Any) -> np.ndarray:
@@ -247,14 +330,20 @@ def _affine(c: _Call, y: np.ndarray, weight: Any, bias: Any) -> np.ndarray:
 
 def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any = None,
              eps: float = 1e-6, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
-             order: Any = "sequential", rng: Any = None, **overrides: Any) -> np.ndarray:
+             order: Any = "sequential", rng: Any = None, workers: int | None = None,
+             **overrides: Any) -> np.ndarray:
     """RMS normalization over the last axis: ``ms`` = (running sum of
     ``xc*xc`` in A) / N in A, converted to C; ``r = rsqrt(ms + eps)``
     (correctly rounded, in C); ``y = xc * r``; ``y = y * weight`` where
     given; converted to O."""
-    c = _Call("rms_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1)
-    r = c.fn("rsqrt", c.add(c.mean_last(c.mul(c.x, c.x)), c.steps.encode(eps, c.c)))
-    return c.done(_affine(c, c.mul(c.x, r[..., None]), weight, None))
+    c = _Call("rms_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1,
+              convert=False, workers=workers)
+
+    def steps(c: _Call) -> np.ndarray:
+        r = c.fn("rsqrt", c.add(c.mean_last(c.mul(c.x, c.x)), c.steps.encode(eps, c.c)))
+        return _affine(c, c.mul(c.x, r[..., None]), weight, None)
+
+    return c.by_rows(steps)
 
 
 def relu(x: Any, ctx: Context | None = None, *, fmt: Any = None, out: Any = None,
@@ -404,3 +493,7 @@ def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: 
     picked = np.take_along_axis(ls, t.astype(np.intp)[:, None], 1)[:, 0]
     return _reduce(c, picked, reduction, True)
 
+
+
+for _op in (softmax, log_softmax, layer_norm, rms_norm):
+    _op.__doc__ = (_op.__doc__ or "").rstrip() + "\n" + _NUMERICS
