@@ -12,9 +12,11 @@ import numpy as np
 from .. import _threads, array
 from ..context import Context, resolve
 from ..formats import FP32, Format
+from ..mma import MMAModel
 from ..modes import Rounding
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
+from ._matrix_unit import matrix_unit_gemm
 from .operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
@@ -290,6 +292,11 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
               promote_every: Any, promote_to: Any, workers: Any, steps: Steps) -> np.ndarray:
     """The body of dot and matmul: the M×N matrix product of ``a2`` (M×K
     codes of ``a``) and ``b2`` (K×N codes of ``b``), reshaped to ``shape``."""
+    if isinstance(accumulate, MMAModel):
+        _threads.check_workers(op, workers)
+        return matrix_unit_gemm(op, accumulate, a, b, a2, b2, shape, out, steps,
+                                compute=compute, promote_every=promote_every,
+                                order=None if order == "sequential" else order)
     order = check_order(op, order)
     _threads.check_workers(op, workers)
     k = a2.shape[1]
@@ -466,11 +473,28 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     additions rounded to nearest even (the default numerics on FP16, BF16
     and FP8 inputs of ordinary range, without ``ftz``/``daz``), the machine's
     float32 arithmetic computes them, in tiles of the output that stay in
-    cache, with TwoSum deciding INEXACT (:mod:`fpsim.ops._gemm32`); anything
+    cache, with TwoSum deciding INEXACT (``fpsim.ops._gemm32``); anything
     else goes step by step through :mod:`fpsim.array`.  ``workers=`` is the
     number of threads the tiles run on: None (default) uses every CPU for
     products of at least 2**20 multiply-adds, 1 the calling thread.  The
     bits and flags never depend on it.
+
+    ``accumulate=`` a matrix-unit model (:func:`fpsim.mma.preset`): the GEMM
+    a library builds on that instruction.  K is split into blocks of the
+    instruction's k in ascending order (the last one padded with zero
+    products); each output element is the chain of instructions along its
+    row and column, starting from ``c = +0``, each block's result the next
+    block's ``c``; the result, in the unit's output format, is converted to
+    ``out`` (default: the unit's output format).  ``compute``, ``order`` and
+    ``promote_every`` are the unit's own and may not be given.
+
+    >>> import fpsim.mma
+    >>> h100 = fpsim.mma.preset("h100", "e4m3")       # k = 32
+    >>> x = np.full((1, 64), 2.0**-7, "float8_e4m3fn"); x[0, 0] = x[0, 32] = 1.0
+    >>> float(matmul(x, x.T, accumulate=h100)[0, 0])   # each 2**-14 below 13 bits of 1
+    2.0
+    >>> float(matmul(x, x.T, out="fp32")[0, 0])         # FP32 accumulation of exact products
+    2.0037841796875
 
     >>> import numpy as np
     >>> x = np.full((1, 4096), 1.0, np.float16); y = np.full((4096, 1), 1.0, np.float16)

@@ -1,0 +1,30 @@
+"""Matrix units: bit-exact models of GPU tensor cores and matrix cores.
+
+A matrix instruction computes ``d = a[0]*b[0] + ... + a[k-1]*b[k-1] + c``
+not as IEEE arithmetic would, but as its hardware does: products aligned to
+the largest exponent with a few extra bits, the rest truncated, all added
+before one normalization, and one rounding of its own kind.  One model
+(:class:`MMAModel`, reading an :class:`MMAParams`) covers them all; the GPUs
+are rows of a table (``fpsim.mma.presets``), taken from the published
+models of Khattak and Mikaitis and checked against GPU outputs.
+
+>>> import numpy as np, fpsim.mma as mma
+>>> h100 = mma.preset("h100", "e4m3", out="fp32")
+>>> h100.k
+32
+>>> a = np.full((1, 32), 2.0**-7, "float8_e4m3fn")
+>>> a[0, 0] = 1.0
+>>> h100(a, a, np.float32([0.0]))     # 1 + 31 * 2**-14: each 2**-14 is below its 13 bits
+array([1.], dtype=float32)
+>>> float(np.sum(a.astype(np.float64) ** 2))
+1.00189208984375
+
+Modules: ``fpsim.mma.params`` (the parameters), ``fpsim.mma.model``
+(the arithmetic), ``fpsim.mma.presets`` (the GPUs).
+"""
+
+from .model import MMAModel
+from .params import ACCUMULATIONS, MMAParams
+from .presets import gpus, preset, presets
+
+__all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus"]

@@ -1,0 +1,92 @@
+"""Reading a call's operands: checking dtypes and shapes, and turning every
+element into its exact value as float64 (exact for every input and output
+format of a matrix unit: at most 24 significand bits, exponents far inside
+float64's range)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import array as _array
+from ..formats import Format
+from ..formats import format as _lookup
+
+__all__ = ["read_inputs", "read_addend"]
+
+
+def _accepted(fmt: Format) -> str:
+    dt = _array.value_dtype(fmt)
+    if dt is not None:
+        return f"arrays of dtype {dt.name}, or unsigned integer codes with fmt={fmt.name!r}"
+    return (f"float32 arrays whose values are exact in {fmt.name}, or unsigned integer codes "
+            f"with fmt={fmt.name!r}")
+
+
+def _values(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
+    """The exact float64 values of operand ``x`` of format ``fmt``."""
+    a = np.asarray(x)
+    if codes:
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{label}: fmt= says integer codes of {fmt.name}, got dtype {a.dtype}")
+        return _array.decode(a, fmt)
+    if a.dtype.kind in "iu":
+        raise TypeError(f"{label}: integer array given without fmt=; accepted: {_accepted(fmt)}")
+    dt = _array.value_dtype(fmt)
+    if dt is not None:
+        if a.dtype.newbyteorder("=") != dt:
+            raise TypeError(f"{label}: dtype {a.dtype} is not {fmt.name}; accepted: "
+                            f"{_accepted(fmt)}")
+        with np.errstate(invalid="ignore"):
+            return a.astype(np.float64)
+    # A format without a numpy dtype (TF32): float32 values that it holds exactly.
+    if a.dtype != np.float32:
+        raise TypeError(f"{label}: dtype {a.dtype} cannot hold {fmt.name}; accepted: "
+                        f"{_accepted(fmt)}")
+    drop = 23 - fmt.mantissa_bits
+    bits = a.view(np.uint32)
+    finite = np.isfinite(a)
+    if np.any(finite & ((bits & np.uint32((1 << drop) - 1)) != 0)):
+        raise ValueError(f"{label}: float32 values that are not exact in {fmt.name} (the low "
+                         f"{drop} fraction bits must be zero)")
+    return a.astype(np.float64)
+
+
+def read_inputs(a: Any, b: Any, fmt: Format, codes_fmt: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``a``, ``b`` as float64 arrays of the same shape ``(..., K)``."""
+    codes = codes_fmt is not None
+    if codes and _lookup(codes_fmt) != fmt:
+        raise ValueError(f"fmt={_lookup(codes_fmt).name!r} does not match the model's input "
+                         f"format {fmt.name!r}")
+    av = _values(a, fmt, "a", codes)
+    bv = _values(b, fmt, "b", codes)
+    if av.ndim == 0 or av.shape != bv.shape:
+        raise ValueError(f"a and b must have the same shape (..., K); got {av.shape} and "
+                         f"{bv.shape}")
+    return av, bv
+
+
+def read_addend(c: Any, out: Format, rows: tuple[int, ...]) -> np.ndarray:
+    """``c`` as float64 of shape ``rows`` (a scalar or None broadcast; None
+    is +0).  Integer arrays are read as codes of the output format."""
+    if c is None:
+        return np.zeros(rows)
+    cv = np.asarray(c)
+    if cv.dtype.kind in "iu":
+        values = _array.decode(cv, out)
+    elif type(c) in (float, int):  # a Python number: any value exact in the output format
+        values = np.asarray(float(c))
+        with np.errstate(over="ignore"):
+            held = np.asarray(float(c), _array.value_dtype(out)).astype(np.float64)
+        if not (held == values or np.isnan(values)):
+            raise ValueError(f"c={c!r} is not exact in {out.name}")
+    else:
+        values = _values(cv, out, "c", False)
+    if values.shape != rows:
+        try:
+            values = np.broadcast_to(values, rows)
+        except ValueError:
+            raise ValueError(f"c must have shape {rows} (a's shape without its last axis); "
+                             f"got {values.shape}") from None
+    return values

@@ -1,0 +1,186 @@
+"""The GPUs, as data: one table of (architecture, input, output, k,
+parameters), and which architecture each GPU name has.
+
+The parameters are those of the published bit-accurate models (Khattak and
+Mikaitis, the MATLAB-tensor-core repository: one parameter set per GPU and
+format pair), checked against recorded GPU outputs in ``tests/test_mma.py``.
+
+>>> import fpsim.mma as mma
+>>> mma.preset("h100", "e4m3").params.result_bits
+13
+>>> ("mi300x", "e4m3fnuz", "fp32") in mma.presets()
+True
+>>> mma.gpus()[:4]
+['v100', 'a100', 'a2', 'a30']
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..formats import format as _lookup
+from .model import MMAModel
+from .params import MMAParams
+
+__all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE"]
+
+# -- the architectures' shared settings ------------------------------------------------
+
+_NVIDIA = dict(accumulation="aligned", c_joins="first", rounding="rtz")
+_CDNA3 = dict(accumulation="aligned", extra_bits=1, c_joins="last", late_extra_bits=7,
+              align_rounding="rdn", zero_c_at_emin=True, products_limited=True, rounding="rne")
+
+#: Settings every preset of an architecture shares.
+ARCHITECTURES: dict[str, dict[str, Any]] = {
+    "volta": {**_NVIDIA, "extra_bits": 0},
+    "ampere": {**_NVIDIA, "extra_bits": 1},
+    "ada": {**_NVIDIA, "extra_bits": 1},
+    "hopper": {**_NVIDIA, "extra_bits": 2, "min_align_exponent": -133},
+    "blackwell": {**_NVIDIA, "extra_bits": 2, "min_align_exponent": -133},
+    "blackwell-rn": {**_NVIDIA, "extra_bits": 2, "min_align_exponent": -133,
+                     "rounding": "rne"},
+    "cdna1": dict(accumulation="exact", extra_bits=None, rounding="rne"),
+    "cdna2": dict(accumulation="pairwise", extra_bits=None, c_joins="last", rounding="rne",
+                  input_subnormals=False, output_subnormals=False, products_limited=True),
+    "cdna3": _CDNA3,
+}
+
+_FP8_13_BITS = {"extra_bits": -10, "result_bits": 13}  # Ada and Hopper FP8: 13-bit results
+_RNE = {"rounding": "rne"}
+
+#: (architecture, input, output, k, parameters beyond the architecture's).
+TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
+    ("volta", "fp16", "fp32", 4, {}),
+    ("volta", "fp16", "fp16", 4, _RNE),
+    ("ampere", "fp16", "fp32", 8, {}),
+    ("ampere", "fp16", "fp16", 8, _RNE),
+    ("ampere", "bf16", "fp32", 8, {}),
+    ("ampere", "tf32", "fp32", 4, {}),
+    ("ada", "fp16", "fp32", 8, {}),
+    ("ada", "fp16", "fp16", 8, _RNE),
+    ("ada", "bf16", "fp32", 8, {}),
+    ("ada", "tf32", "fp32", 4, {}),
+    ("ada", "e4m3", "fp32", 16, _FP8_13_BITS),
+    ("ada", "e5m2", "fp32", 16, _FP8_13_BITS),
+    ("hopper", "fp16", "fp32", 16, {}),
+    ("hopper", "fp16", "fp16", 16, _RNE),
+    ("hopper", "bf16", "fp32", 16, {}),
+    ("hopper", "tf32", "fp32", 8, {}),
+    ("hopper", "e4m3", "fp32", 32, _FP8_13_BITS),
+    ("hopper", "e5m2", "fp32", 32, _FP8_13_BITS),
+    ("blackwell", "fp16", "fp32", 16, {}),
+    ("blackwell", "fp16", "fp16", 16, {"rounding": "rne", "min_align_exponent": -15}),
+    ("blackwell", "bf16", "fp32", 16, {}),
+    ("blackwell", "tf32", "fp32", 8, {}),
+    ("blackwell", "e4m3", "fp32", 32, {}),
+    ("blackwell", "e5m2", "fp32", 32, {}),
+    ("blackwell-rn", "fp16", "fp32", 16, {}),
+    ("blackwell-rn", "fp16", "fp16", 16, {"min_align_exponent": -15}),
+    ("blackwell-rn", "bf16", "fp32", 16, {}),
+    ("blackwell-rn", "tf32", "fp32", 8, {}),
+    ("blackwell-rn", "e4m3", "fp32", 32, {}),
+    ("blackwell-rn", "e5m2", "fp32", 32, {}),
+    ("cdna1", "fp16", "fp32", 4, {}),
+    ("cdna1", "bf16", "fp32", 2, {}),
+    ("cdna2", "fp16", "fp32", 4, {}),
+    ("cdna2", "bf16", "fp32", 4, {}),
+    ("cdna3", "fp16", "fp32", 8, {}),
+    ("cdna3", "bf16", "fp32", 8, {}),
+    ("cdna3", "tf32", "fp32", 4, {}),
+    ("cdna3", "e4m3fnuz", "fp32", 16, {"accumulation": "odd_even"}),
+    ("cdna3", "e5m2fnuz", "fp32", 16, {"accumulation": "odd_even"}),
+)
+
+#: GPU name -> (architecture, (input, output) pairs of the architecture it
+#: lacks).
+GPUS: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {
+    "v100": ("volta", frozenset()),
+    "a100": ("ampere", frozenset()),
+    "a2": ("ampere", frozenset()),
+    "a30": ("ampere", frozenset()),
+    "ada": ("ada", frozenset()),
+    "l40s": ("ada", frozenset({("fp16", "fp16")})),
+    "h100": ("hopper", frozenset()),
+    "h200": ("hopper", frozenset()),
+    "b200": ("blackwell", frozenset()),
+    "b200-rn": ("blackwell-rn", frozenset()),
+    "rtx-pro-6000": ("blackwell", frozenset()),
+    "mi100": ("cdna1", frozenset()),
+    "mi210": ("cdna2", frozenset()),
+    "mi250": ("cdna2", frozenset()),
+    "mi300a": ("cdna3", frozenset()),
+    "mi300x": ("cdna3", frozenset()),
+}
+
+
+def gpus() -> list[str]:
+    """The GPU names :func:`preset` accepts, in table order."""
+    return list(GPUS)
+
+
+def presets(gpu: str | None = None) -> list[tuple[str, str, str]]:
+    """Every ``(gpu, input, output)`` that :func:`preset` builds (of one GPU
+    when ``gpu`` is given).
+
+    >>> import fpsim.mma as mma
+    >>> mma.presets("v100")
+    [('v100', 'fp16', 'fp32'), ('v100', 'fp16', 'fp16')]
+    """
+    names = [_gpu_name(gpu)] if gpu is not None else list(GPUS)
+    found = []
+    for name in names:
+        arch, lacks = GPUS[name]
+        found += [(name, i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
+    return found
+
+
+def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
+    """The model of ``gpu``'s matrix instruction with inputs ``fmt`` and
+    output ``out`` (``"fp32"`` or ``"fp16"``).
+
+    ``gpu``: one of :func:`gpus` (case, spaces, ``-`` and ``_`` do not
+    matter).  ``fmt`` and ``out``: format names (or :class:`~fpsim.Format`);
+    AMD MI300 FP8 is the FNUZ variant, ``"e4m3fnuz"`` / ``"e5m2fnuz"``.
+    ``b200-rn`` is the published round-to-nearest variant of the B200 model:
+    every parameter as ``b200`` but the final rounding, nearest even.
+
+    >>> import fpsim.mma as mma
+    >>> m = mma.preset("a100", "bf16")
+    >>> m.k, m.params.extra_bits, m.params.rounding
+    (8, 1, 'rtz')
+    """
+    name = _gpu_name(gpu)
+    arch, lacks = GPUS[name]
+    have = [(i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
+    fin, fout = _fmt_name(fmt, name, have), _fmt_name(out, name, have)
+    for a, i, o, k, extra in TABLE:
+        if a == arch and (i, o) == (fin, fout) and (i, o) not in lacks:
+            params = MMAParams(i, o, k=k, **{**ARCHITECTURES[arch], **extra})
+            return MMAModel(params, name=name)
+    listing = ", ".join(f"{i}->{o}" for i, o in have)
+    raise ValueError(f"{name} has no {fin}->{fout} instruction; it has: {listing}")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+_BY_KEY = {_key(n): n for n in GPUS}
+
+
+def _gpu_name(gpu: Any) -> str:
+    if not isinstance(gpu, str):
+        raise TypeError(f"gpu must be a str, got {type(gpu).__name__}")
+    name = _BY_KEY.get(_key(gpu))
+    if name is None:
+        raise ValueError(f"unknown GPU {gpu!r}; accepted: {', '.join(GPUS)}")
+    return name
+
+
+def _fmt_name(fmt: Any, gpu: str, have: list[tuple[str, str]]) -> str:
+    try:
+        return _lookup(fmt).name
+    except (ValueError, TypeError):
+        listing = ", ".join(f"{i}->{o}" for i, o in have)
+        raise ValueError(f"unknown format {fmt!r}; {gpu} has: {listing}") from None
