@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from . import _files, arith
+from ._flagbits import flag_bits
 from .context import Context
 from .formats import BF16, E4M3, E5M2, FP16, FP32, FP64, Format
 from .modes import Flag
@@ -36,16 +37,6 @@ OPERATIONS: dict[str, tuple[int, Callable[..., Float]]] = {
 }
 PER_FILE = 400
 MANIFEST = "SHA256SUMS"
-
-# Berkeley TestFloat's flag bits (softfloat_flag_*), so its users read ours.
-TESTFLOAT_BITS = ((Flag.INEXACT, 0x01), (Flag.UNDERFLOW, 0x02), (Flag.OVERFLOW, 0x04),
-                  (Flag.DIVIDE_BY_ZERO, 0x08), (Flag.INVALID, 0x10))
-
-
-def flag_bits(flags: Flag) -> int:
-    """fpsim flags as TestFloat's bitmask."""
-    return sum(bit for flag, bit in TESTFLOAT_BITS if flags & flag)
-
 
 def _notable(fmt: Format) -> list[int]:
     """Codes worth crossing with each other: zeros, subnormal and normal

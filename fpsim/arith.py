@@ -636,18 +636,22 @@ def _compare(a: Float, b: Float, signaling: bool, ctx: Context | None, op: str) 
             raise TypeError(f"{op}() takes fpsim.Float operands, got {type(x).__name__}")
     if ctx is not None and not isinstance(ctx, Context):
         raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
+    c = getcontext() if ctx is None else ctx
     if a.is_nan or b.is_nan:
         if signaling or a.is_signaling or b.is_signaling:
-            c = getcontext() if ctx is None else ctx
             c._flags[0] |= INVALID
         return None
-    va, vb = _order_value(a), _order_value(b)
+    va, vb = _order_value(a, c.daz), _order_value(b, c.daz)
     return (va > vb) - (va < vb)
 
 
-def _order_value(x: Float) -> Any:
+def _order_value(x: Float, daz: bool) -> Any:
+    """The value a comparison orders by: with ``daz`` a subnormal operand
+    reads as zero, as a unit that treats denormals as zero compares."""
     if x.is_inf:
         return -math.inf if x.is_negative else math.inf
+    if daz and x.is_subnormal:
+        return 0
     return x.value
 
 

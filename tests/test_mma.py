@@ -368,6 +368,9 @@ def test_params_are_validated():
         MMAParams("fp16", "fp32", k=6, accumulation="pairwise", extra_bits=None, c_joins="last")
     with pytest.raises(ValueError, match="unknown format"):
         MMAParams("fp17", "fp32", k=4)
+    with pytest.raises(ValueError, match="result_bits applies to"):
+        MMAParams("fp16", "fp32", k=4, accumulation="pairwise", extra_bits=None,
+                  c_joins="last", result_bits=10)
 
 
 def test_calls_leave_the_callers_flags_alone():

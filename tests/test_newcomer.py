@@ -64,7 +64,7 @@ def check_explain(command: str, tmp: Path) -> None:
 def check_help(command: str, tmp: Path) -> None:
     r = fpsim(_args(command), tmp)
     assert r.returncode == 0
-    for name in ("explain", "formats", "diff", "ref", "vectors", "sweep"):
+    for name in ("explain", "formats", "diff", "ref", "vectors", "sweep", "gen", "ver", "probe"):
         assert re.search(rf"^\s+{name}\s+\S", r.stdout, re.MULTILINE), name  # with a summary
 
 
@@ -129,6 +129,34 @@ def check_sweep(command: str, tmp: Path) -> None:
         assert "nothing compared" in out and "compare: OK" not in out
 
 
+def check_gen(command: str, tmp: Path) -> None:
+    # every ordered pair of the 256 E4M3 codes, one line each: a b result flags
+    r = fpsim(_args(command), tmp)
+    assert r.returncode == 0 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert len(lines) == 65536
+    pairs = {tuple(line.split()[:2]) for line in lines}
+    assert len(pairs) == 65536
+    # 1.0 (0x38) times 1.0 is exactly 1.0, no flag; 448 (0x7E) times 2 (0x40)
+    # overflows E4M3 (no infinity): NaN 0x7F with overflow and inexact
+    assert "38 38 38 00" in lines and "7E 40 7F 05" in lines
+    (tmp / "cases.txt").write_text(r.stdout)
+
+
+def check_ver(command: str, tmp: Path) -> None:
+    # the device's lines: the golden ones, then one result bit flipped
+    cases = (tmp / "cases.txt").read_text().splitlines()
+    (tmp / "results.txt").write_text("\n".join(cases) + "\n")
+    r = fpsim(_args(command), tmp)
+    assert r.returncode == 0 and "OK" in r.stdout.splitlines()[0]
+    a, b, result, flags = cases[1000].split()
+    cases[1000] = f"{a} {b} {int(result, 16) ^ 1:02X} {flags}"
+    (tmp / "results.txt").write_text("\n".join(cases) + "\n")
+    r = fpsim(_args(command), tmp)
+    assert r.returncode == 1 and "line 1001" in r.stdout
+    assert "1 of 65,536 lines differ" in r.stdout
+
+
 CHECKS = {
     "python -m fpsim explain 1e-5 --fmt fp16": check_explain,
     "python -m fpsim --help": check_help,
@@ -136,6 +164,8 @@ CHECKS = {
     "python -m fpsim ref matmul --fmt fp16 --shape 64x128 a.bin b.bin gold.bin": check_ref,
     "python -m fpsim diff out.bin gold.bin --fmt fp16 --max-ulp 1": check_diff,
     "python -m fpsim sweep add --fmt fp16 --against mykernels:fp16_add": check_sweep,
+    "python -m fpsim gen e4m3_mul -level 2": check_gen,
+    "python -m fpsim ver e4m3_mul results.txt": check_ver,
 }
 
 

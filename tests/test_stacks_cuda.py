@@ -636,3 +636,46 @@ def test_cuda_casts_from_every_float32_code():
                + f"; NaN codes written: {show_codes(nan_codes[fmt])}")
     record(f"every fp32 code sweep took {time.time() - t0:.0f} s")
     assert mismatches == {fmt: 0 for fmt in SWEEP_FORMATS}, examples
+
+
+# -- which matrix unit does cuBLAS use? (fpsim.mma.probe) ----------------------------------
+
+def _probe_gemm(fmt: str):
+    """``(A, B, C) -> A @ B + C`` on the device: the product by cuBLAS with an
+    FP32 result (``torch.mm(..., out_dtype=float32)``; FP8 through
+    ``torch._scaled_mm`` with unit scales), C added in float32 afterwards
+    (the probe then sees where, and how, C joins)."""
+    def gemm(a, b, c):
+        ta = to_torch(a.view(f"u{a.itemsize}"), fmt)
+        tb = to_torch(b.view(f"u{b.itemsize}"), fmt)
+        if fmt in ("e4m3", "e5m2"):
+            one = torch.ones((), device=DEVICE, dtype=torch.float32)
+            d = torch._scaled_mm(ta, tb.t().contiguous().t(), scale_a=one, scale_b=one,
+                                 out_dtype=torch.float32)
+        else:
+            d = torch.mm(ta, tb, out_dtype=torch.float32)
+        d = d + fp32_to_torch(c)
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
+        return d.cpu().numpy()
+    return gemm
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "e4m3"])
+def test_cuda_matmul_probed_as_a_matrix_unit(fmt):
+    """Probe cuBLAS's GEMM as a black box and record what it is: the order of
+    its additions, the block size, alignment bits, rounding, and the
+    fpsim.mma presets it matches (recorded in docs/stacks.rst)."""
+    from fpsim import mma
+
+    try:
+        result = mma.probe(_probe_gemm(fmt), fmt, "fp32", shape="gemm", max_k=64)
+    except mma.ProbeError as exc:
+        record(f"probe matmul {fmt}: the probe could not run it: {exc}")
+        pytest.skip(f"cuBLAS {fmt} GEMM could not be probed: {exc}")
+    p = result.params
+    summary = (f"k={p.k} {p.accumulation} extra_bits={p.extra_bits} rounding={p.rounding}"
+               if p is not None else "no block-FMA parameters")
+    record(f"probe matmul {fmt}: order {result.order}; {summary}; chained={result.chained}; "
+           f"matches {', '.join(result.matches) or 'no preset'}")
+    assert result.order  # the probe recovered at least the order of the additions

@@ -981,17 +981,20 @@ def _compare(op: str, x: Any, y: Any, ctx: Context | None, fmt: Format | str | N
     elif not isinstance(ctx, Context):
         raise TypeError(f"ctx must be an fpsim.Context, got {type(ctx).__name__}")
 
+    daz = ctx.daz
+
     def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = (codes_of(c, fmt, check=False) for c in operands.chunk(start, stop))
-        order, flags = _order(fmt, a, b, signaling)
+        order, flags = _order(fmt, a, b, signaling, daz)
         return np.isin(order, accept), flags
 
     return run_chunks(operands.size, operands.shape, bool, chunk_size, chunk, ctx, return_flags)
 
 
-def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool
+def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool, daz: bool = False
            ) -> tuple[np.ndarray, np.ndarray]:
-    """-1, 0, 1 by value (2 where unordered) and the INVALID flags."""
+    """-1, 0, 1 by value (2 where unordered) and the INVALID flags; with
+    ``daz`` subnormal operands order as zeros."""
     nan_a = fields(fmt, a)[0]
     nan_b = fields(fmt, b)[0]
     unordered = nan_a | nan_b
@@ -1005,6 +1008,11 @@ def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool
     mask, sign = U64(fmt.magnitude_mask), U64(fmt.sign_bit)
     va = (a & mask).astype(I64)
     vb = (b & mask).astype(I64)
+    if daz and fmt.subnormals:
+        # (codes below the smallest normal are the zeros and subnormals)
+        smallest = 1 << fmt.mantissa_bits
+        va = np.where(va < smallest, 0, va)
+        vb = np.where(vb < smallest, 0, vb)
     va = np.where((a & sign) != 0, -va, va)
     vb = np.where((b & sign) != 0, -vb, vb)
     order = np.sign(va - vb)

@@ -11,15 +11,19 @@ Usage::
     python -m fpsim vectors [--out DIR] [--check]
     python -m fpsim sweep OP --fmt FMT --against MODULE:FUNCTION [--scheduler local|ADDRESS]
                          [--sample FRACTION] [--specials V,...] [--progress-file F] [--json]
+    python -m fpsim gen OP [-level 1|2] [-seed N] [-n COUNT] [-rmin ...] [-tininessbefore]
+    python -m fpsim ver OP [same options] [FILE] [--no-flags] [--nan POLICY] [--json]
+    python -m fpsim probe --against MODULE:FUNCTION --fmt FMT [--out FMT] [--shape rows|gemm]
+                         [--k K] [--json]
     python -m fpsim --version
 
 ``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not;
 ``sweep`` likewise for the candidate kernel, and 130 when interrupted
-before a mismatch was found.
+before a mismatch was found; ``ver`` likewise for a device's TestFloat lines.
 
 Bad input exits with status 2 and one line on stderr; never a traceback.
 The commands are the modules :mod:`fpsim.cli.explain`, ``formats``,
-``diff``, ``ref``, ``vectors`` and ``sweep``; :mod:`fpsim.cli._common`
+``diff``, ``ref``, ``vectors``, ``sweep``, ``gen``, ``ver`` and ``probe``; :mod:`fpsim.cli._common`
 states what each provides.
 """
 
@@ -30,12 +34,12 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import diff, explain, formats, ref, sweep, vectors
+from . import diff, explain, formats, gen, probe, ref, sweep, vectors, ver
 from ._common import Parser, UsageError
 
 __all__ = ["main"]
 
-COMMANDS = (explain, formats, diff, ref, vectors, sweep)
+COMMANDS = (explain, formats, diff, ref, vectors, sweep, gen, ver, probe)
 _NAMES = [c.__name__.rsplit(".", 1)[1] for c in COMMANDS]
 
 _EXAMPLES = """\

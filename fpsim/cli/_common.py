@@ -118,3 +118,106 @@ def scheduler_options(parser: Any, what: str) -> None:
                         help="workers of a local Dask scheduler (default: the CPU count)")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to reach a distributed scheduler (default 10)")
+
+
+# TestFloat's rounding options (testfloat_gen, testfloat_ver) and fpsim's names for them.
+TESTFLOAT_ROUNDING = (("-rnear_even", "rne", "to nearest, ties to even (default)"),
+                      ("-rminMag", "rtz", "toward zero"), ("-rmin", "rdn", "toward -inf"),
+                      ("-rmax", "rup", "toward +inf"),
+                      ("-rnear_maxMag", "rna", "to nearest, ties away from zero"),
+                      ("-rodd", "rto", "to odd"))
+
+
+def testfloat_options(parser: Any) -> None:
+    """The options ``gen`` and ``ver`` share: TestFloat's own where it has
+    them (single dash), then fpsim's (double dash)."""
+    parser.add_argument("-level", type=int, default=1,
+                        help="1 (default) or 2: how many special and boundary codes are "
+                             "crossed (level 2: every tuple of codes of formats up to 8 bits)")
+    parser.add_argument("-seed", type=int, default=1, help="seed of the random cases (default 1)")
+    parser.add_argument("-n", type=int, default=None, metavar="COUNT",
+                        help="number of cases (default: the level's count)")
+    modes = parser.add_mutually_exclusive_group()
+    for option, mode, words in TESTFLOAT_ROUNDING:
+        modes.add_argument(option, dest="rounding", action="store_const", const=mode,
+                           help=f"round {words} ({mode})")
+    modes.add_argument("--rounding", dest="rounding", metavar="MODE",
+                       help=f"rounding mode by fpsim's name: {ROUNDING_NAMES} (sr: stochastic, "
+                            "with a column of random bits after the operands)")
+    parser.set_defaults(rounding="rne")
+    tininess = parser.add_mutually_exclusive_group()
+    tininess.add_argument("-tininessbefore", dest="tininess", action="store_const",
+                          const="before", help="detect tininess before rounding")
+    tininess.add_argument("-tininessafter", dest="tininess", action="store_const",
+                          const="after", help="detect tininess after rounding (default)")
+    parser.set_defaults(tininess="after")
+    exact = parser.add_mutually_exclusive_group()
+    exact.add_argument("-exact", dest="exact", action="store_const", const=True,
+                       help="roundToInt: raise inexact when the value changes")
+    exact.add_argument("-notexact", dest="exact", action="store_const", const=False,
+                       help="roundToInt: no inexact flag (default)")
+    parser.set_defaults(exact=False)
+    parser.add_argument("--saturate", action="store_true",
+                        help="clamp overflow (and inf) to ±max")
+    parser.add_argument("--ftz", action="store_true", help="flush tiny results to zero")
+    parser.add_argument("--daz", action="store_true", help="read subnormal operands as zero")
+    parser.add_argument("--sr-bits", type=int, default=32, metavar="N",
+                        help="random bits of stochastic rounding (default 32)")
+
+
+def testfloat_context(args: argparse.Namespace, nan: str | None) -> Any:
+    """The :class:`fpsim.Context` the options of :func:`testfloat_options` set."""
+    from ..context import Context
+
+    return Context(rounding=args.rounding, tininess=args.tininess, saturate=args.saturate,
+                   ftz=args.ftz, daz=args.daz, sr_bits=args.sr_bits,
+                   nan=nan if nan is not None else "ieee")
+
+
+# Packed and tiled dumps (fpsim.testing.packing names the same values).
+PACK_ORDERS = ("low-first", "high-first")
+LAYOUTS = ("row-major", "blocked")
+
+
+def packing_options(parser: Any, overrides: tuple[tuple[str, str], ...]) -> None:
+    """``--pack`` and ``--layout``, as ``diff`` and ``ref`` take them, and
+    an override of each per file: ``overrides`` pairs an option prefix
+    (``"actual"`` gives ``--actual-pack``) with the help for it."""
+    parser.add_argument("--pack", default=None, choices=PACK_ORDERS, metavar="ORDER",
+                        help="the dumps hold codes of a 4- or 6-bit format packed several to "
+                             "a byte: low-first (the first code in the lowest bits: FP4's low "
+                             "nibble first, as torch.float4_e2m1fn_x2) or high-first "
+                             "(default: one code a byte)")
+    parser.add_argument("--layout", default=None, choices=LAYOUTS, metavar="LAYOUT",
+                        help="row-major (default) or blocked: a matrix of 8-bit scale codes "
+                             "(e8m0, e4m3) in cuBLAS's 128x4-tile layout, of the logical "
+                             "shape --shape")
+    for prefix, whom in overrides:
+        parser.add_argument(f"--{prefix}-pack", default=None, choices=PACK_ORDERS + ("none",),
+                            metavar="ORDER", help=f"--pack for {whom} (none: one code a byte)")
+        parser.add_argument(f"--{prefix}-layout", default=None, choices=LAYOUTS,
+                            metavar="LAYOUT", help=f"--layout for {whom}")
+
+
+def packing_of(args: argparse.Namespace, prefix: str | None, fmt: Format | None,
+               default: tuple[str | None, str | None] | None = None
+               ) -> tuple[str | None, str]:
+    """``(pack, layout)`` of a file: ``--PREFIX-pack`` and ``--PREFIX-layout``
+    where given (no prefix: none), else ``default``, else ``--pack`` and
+    ``--layout``; checked against the file's format ``fmt`` (when known)
+    with the option's name in the message."""
+    pack, layout = default if default is not None else (args.pack, args.layout)
+    pack_flag, layout_flag = "--pack", "--layout"
+    if prefix is not None and getattr(args, f"{prefix}_pack") is not None:
+        pack, pack_flag = getattr(args, f"{prefix}_pack"), f"--{prefix}-pack"
+    if prefix is not None and getattr(args, f"{prefix}_layout") is not None:
+        layout, layout_flag = getattr(args, f"{prefix}_layout"), f"--{prefix}-layout"
+    pack = None if pack == "none" else pack
+    layout = layout or "row-major"
+    if fmt is not None and pack is not None and fmt.width not in (4, 6):
+        raise ValueError(f"{pack_flag} {pack}: {fmt.name} codes are {fmt.width} bits; packing "
+                         "applies to the 4- and 6-bit formats (e2m1, e3m2, e2m3)")
+    if fmt is not None and layout == "blocked" and (fmt.width != 8 or pack is not None):
+        raise ValueError(f"{layout_flag} blocked: {fmt.name} codes are {fmt.width} bits; the "
+                         "blocked layout is of 8-bit scale codes, one a byte (e8m0, e4m3)")
+    return pack, layout

@@ -10,7 +10,14 @@ import argparse
 import json
 from typing import Any
 
-from ._common import emit, lookup_format, scheduler_options, tolerance_options
+from ._common import (
+    emit,
+    lookup_format,
+    packing_of,
+    packing_options,
+    scheduler_options,
+    tolerance_options,
+)
 
 SUMMARY = "compare a device's tensor dump with the golden one (exit 0 agree, 1 differ)"
 
@@ -19,14 +26,20 @@ def add(sub: Any) -> None:
     df = sub.add_parser(
         "diff", help=SUMMARY,
         description="Compare ACTUAL with EXPECTED element by element (raw binary dumps of "
-                    "codes, or .npy files) and print the report. Exit status 0: within "
-                    "tolerance; 1: not; 2: bad input.")
+                    "codes, or .npy files; codes of 4- and 6-bit formats may be packed with "
+                    "--pack, scale matrices tiled with --layout blocked) and print the report. "
+                    "Exit status 0: within tolerance; 1: not; 2: bad input.")
     df.add_argument("actual", help="the dump under test (raw codes or .npy)")
     df.add_argument("expected", help="the golden dump (raw codes or .npy)")
     df.add_argument("--fmt", "--format", dest="fmt", default=None,
                     help="the format of raw dumps and of .npy files of integer codes "
                          "(.npy files of float values carry their own)")
     df.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
+    df.add_argument("--shape", default=None,
+                    help="the dumps' logical shape, e.g. 64x128 (needed by --layout blocked, "
+                         "and by an odd count of packed FP4 codes; default: flat, or a .npy "
+                         "file's own)")
+    packing_options(df, (("actual", "ACTUAL only"), ("expected", "EXPECTED only")))
     tolerance_options(df)
     scheduler_options(df, "compare the chunks on Dask (the files must be readable where the "
                           "workers run)")
@@ -40,14 +53,19 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--nan {args.nan!r}: accepted: any, exact")
     if args.max_ulp < 0 or args.offenders < 0:
         raise ValueError("--max-ulp and --offenders must not be negative")
-    actual = _dumps.read(args.actual, fmt, args.byteorder, label="ACTUAL")
-    expected = _dumps.read(args.expected, fmt, args.byteorder, label="EXPECTED")
+    shape = None if args.shape is None else _dumps.parse_shape(args.shape)
+    actual, expected = (_dumps.read(path, fmt, args.byteorder, shape, label,
+                                    *packing_of(args, label.lower(), fmt))
+                        for path, label in ((args.actual, "ACTUAL"), (args.expected, "EXPECTED")))
     for label, path, a in (("ACTUAL", args.actual, actual), ("EXPECTED", args.expected, expected)):
         if fmt is None and a.dtype.kind in "iu":
             raise ValueError(f"{label} {path} holds integer codes: give their format with --fmt")
     if actual.size != expected.size:
+        padded = any(d.pack is not None for d in (actual, expected)) and shape is None
         raise ValueError(f"length mismatch: ACTUAL {args.actual} has {actual.size} elements, "
-                         f"EXPECTED {args.expected} has {expected.size}")
+                         f"EXPECTED {args.expected} has {expected.size}"
+                         + ("; a packed dump's last byte may hold padding: give the count "
+                            "with --shape" if padded else ""))
     if actual.shape != expected.shape:
         if args.actual.endswith(".npy") and args.expected.endswith(".npy"):
             raise ValueError(f"shape mismatch: ACTUAL {args.actual} is {actual.shape}, "

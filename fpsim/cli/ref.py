@@ -7,7 +7,7 @@ import math
 import os
 from typing import Any
 
-from ._common import emit, lookup_format, plural, rounding_options
+from ._common import emit, lookup_format, packing_of, packing_options, plural, rounding_options
 
 SUMMARY = "write the golden output of a reference operator on tensor dumps ('ref list')"
 
@@ -33,6 +33,8 @@ def add(sub: Any) -> None:
                     help="sequential (default), pairwise, blocked:N or split:S")
     rounding_options(rf)
     rf.add_argument("--byteorder", default="little", help="of raw dumps: little (default), big")
+    packing_options(rf, (("out", "the output (default: --pack and --layout where the output "
+                                 "is in the inputs' format, else none and row-major)"),))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,19 +57,27 @@ def run(args: argparse.Namespace) -> int:
     shapes = [_dumps.parse_shape(s) for s in args.shape] + [None] * op.inputs
     inputs = args.paths[:-1]
     fmt = lookup_format(args.fmt)
-    dumps = [_dumps.read(p, fmt, args.byteorder, shapes[i], f"input {i + 1}")
+    pack, layout = packing_of(args, None, fmt)
+    dumps = [_dumps.read(p, fmt, args.byteorder, shapes[i], f"input {i + 1}", pack, layout)
              for i, p in enumerate(inputs)]
     if fmt is None:
         fmt = _format_of_inputs(inputs, dumps)
+    out_fmt = kw.get("out", fmt)
+    same = out_fmt == fmt
+    out_pack, out_layout = packing_of(args, "out", out_fmt,
+                                      (pack if same else None, layout if same else None))
     _check_size(op, dumps)
     operands = [_dumps.codes_of(d.load(), fmt, f"input {i + 1} ({p})")
                 for i, (p, d) in enumerate(zip(inputs, dumps))]
     result = op.run(operands, fmt, **kw)
-    out_fmt = kw.get("out", fmt)
     out = args.paths[-1]
-    _dumps.write(out, result, out_fmt, args.byteorder)
+    _dumps.write(out, result, out_fmt, args.byteorder, out_pack, out_layout)
     shape = "x".join(map(str, result.shape)) or "scalar"
     how = ".npy" if out.endswith(".npy") else f"raw codes, {args.byteorder}-endian"
+    if out_pack is not None:
+        how = f"{'.npy of bytes' if out.endswith('.npy') else 'raw bytes'}, packed {out_pack}"
+    elif out_layout == "blocked":
+        how = f"{'.npy of bytes' if out.endswith('.npy') else 'raw bytes'}, blocked layout"
     emit(f"wrote {out}: {op.name} of {plural(op.inputs, fmt.name + ' input')}, "
           f"{out_fmt.name}, shape {shape} ({how})")
     return 0

@@ -8,11 +8,11 @@ before one normalization, and one rounding of its own kind.  One model
 are rows of a table (``fpsim.mma.presets``), taken from the published
 models of Khattak and Mikaitis and checked against GPU outputs.
 
->>> import numpy as np, fpsim.mma as mma
+>>> import ml_dtypes, numpy as np, fpsim.mma as mma
 >>> h100 = mma.preset("h100", "e4m3", out="fp32")
 >>> h100.k
 32
->>> a = np.full((1, 32), 2.0**-7, "float8_e4m3fn")
+>>> a = np.full((1, 32), 2.0**-7, ml_dtypes.float8_e4m3fn)
 >>> a[0, 0] = 1.0
 >>> h100(a, a, np.float32([0.0]))     # 1 + 31 * 2**-14: each 2**-14 is below its 13 bits
 array([1.], dtype=float32)
@@ -26,5 +26,7 @@ Modules: ``fpsim.mma.params`` (the parameters), ``fpsim.mma.model``
 from .model import MMAModel
 from .params import ACCUMULATIONS, MMAParams
 from .presets import gpus, preset, presets
+from .probe import ProbeError, ProbeResult, probe
 
-__all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus"]
+__all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
+           "ProbeResult", "ProbeError"]

@@ -267,6 +267,9 @@ def _check(p: MMAParams) -> None:
     if p.min_align_exponent is not None and not isinstance(p.min_align_exponent, int):
         bad("min_align_exponent must be an int or None")
     out = _lookup(p.output)
+    if p.result_bits is not None and p.accumulation == "pairwise":
+        bad("result_bits applies to 'aligned', 'odd_even' and 'exact' accumulation; a "
+            "pairwise tree rounds every addition to the output format itself")
     if p.result_bits is not None and not 1 <= p.result_bits <= out.mantissa_bits:
         bad(f"result_bits must be in [1, {out.mantissa_bits}] for output {out.name}, "
             f"got {p.result_bits}")

@@ -11,6 +11,10 @@ against the golden model.
 * :func:`profile` / :func:`profiles`: contexts for what real stacks do
   (``ml_dtypes``, ``numpy``, ``torch``, ``onnx_saturate``,
   ``cuda_satfinite``), each with how it was established;
+* :mod:`fpsim.testing.packing`: FP4 and FP6 codes packed several to a byte
+  (both bit orders) and scale matrices in the blocked layout of cuBLAS,
+  unpacked for a comparison (``diff`` reads such files with ``--pack`` and
+  ``--layout``);
 * the pytest plugin (:mod:`fpsim.testing.pytest_plugin`, registered by entry
   point) adds the full report of failing comparisons to a failed test's output.
 

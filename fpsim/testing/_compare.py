@@ -196,8 +196,22 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_
 
     Returns a :class:`Report`.
 
+    Packed data (FP4 two codes a byte, FP6 four in three bytes) and scale
+    matrices in the blocked layout are compared as their codes in logical
+    order, so that offenders are reported at logical indices: unpack them
+    first with :func:`fpsim.testing.packing.unpack` or
+    :func:`~fpsim.testing.packing.from_blocked` (``python -m fpsim diff``
+    does this for files with ``--pack`` and ``--layout``).
+
     >>> import numpy as np
     >>> from fpsim.testing import compare
+    >>> from fpsim.testing.packing import unpack
+    >>> device = np.uint8([0x21, 0x43])              # packed FP4, low nibble first
+    >>> golden = np.uint8([0x1, 0x2, 0x3, 0x5])      # 0.5, 1.0, 1.5, 3.0 as codes
+    >>> r = compare(unpack(device, "e2m1", 4), golden, "e2m1")
+    >>> r.ok, r.max_ulp_index
+    (False, (3,))
+
     >>> expected = np.float16([1.0, 2.0, -0.0, 65504.0])
     >>> actual = np.float16([1.0, 2.001953125, 0.0, np.inf])
     >>> r = compare(actual, expected)

@@ -4,8 +4,15 @@ A raw dump is what ``tensor.numpy().tofile(path)`` or a device's memory dump
 writes: the elements' codes back to back, no header, in a stated byte order.
 Each element takes the bytes of the narrowest unsigned integer that holds a
 code (1 byte for formats of up to 8 bits, FP4 and FP6 included, as ml_dtypes
-stores them; 2 for FP16/BF16; 4 for FP32/TF32; 8 for FP64).  Packed FP4 (two
-elements per byte) is not read.
+stores them; 2 for FP16/BF16; 4 for FP32/TF32; 8 for FP64).
+
+A *packed* dump holds the codes of a 4- or 6-bit format several to a byte
+(``pack="low-first"`` or ``"high-first"``: :mod:`fpsim.testing.packing`); a
+*blocked* dump holds a matrix of 8-bit scale codes (E8M0, E4M3) in the tiled
+layout of cuBLAS (``layout="blocked"``), which needs the matrix's logical
+shape.  Either is read element by element in the logical C order, so a
+comparison reports an element at its logical index, and either may be a raw
+file or the bytes of a ``.npy`` file of 1-byte integers.
 
 ``.npy`` files carry their dtype and shape: float dtypes (numpy, ml_dtypes)
 are values, integer dtypes are codes.
@@ -21,6 +28,7 @@ compared.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
@@ -33,6 +41,7 @@ from .. import _files
 from .. import array as _array
 from ..array import _common
 from ..formats import Format
+from . import packing
 
 BYTEORDERS = {"little": "<", "big": ">"}
 # numpy's limits on an array: dimensions, and bytes counting the non-zero sizes only.
@@ -61,7 +70,13 @@ class Dump:
     """A dump's elements on disk: ``shape`` elements of ``dtype`` from byte
     ``offset`` of ``path``, stored in C order (``fortran``: Fortran order)
     as ``stored`` (of which ``shape`` is a C-order reshape).  ``stamp`` is
-    the file's ``(device, inode, size, mtime_ns)`` when it was opened."""
+    the file's ``(device, inode, size, mtime_ns)`` when it was opened.
+
+    ``pack``: the codes, ``bits`` wide, are packed in that order
+    (:mod:`fpsim.testing.packing`), ``stored`` then being their count;
+    ``tiles``: the logical shape ``(..., rows, cols)`` of a blocked scale
+    layout, ``stored`` then being the elements the file holds, padding
+    included."""
 
     path: str
     label: str                 # how messages name it, with the path: "ACTUAL"
@@ -71,6 +86,9 @@ class Dump:
     fortran: bool
     shape: tuple[int, ...]
     stamp: tuple[int, int, int, int]
+    pack: str | None = None
+    bits: int = 0
+    tiles: tuple[int, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -92,8 +110,7 @@ class Dump:
             dims[dims.index(-1)] = self.size // rest if rest else 0
         if math.prod(dims) != self.size or any(d < 0 for d in dims):
             raise ValueError(f"cannot reshape {self.name} of {self.size} elements as {shape}")
-        return Dump(self.path, self.label, self.offset, self.dtype, self.stored, self.fortran,
-                    tuple(dims), self.stamp)
+        return dataclasses.replace(self, shape=tuple(dims))
 
     def read(self, start: int, stop: int, scratch: np.ndarray | None = None) -> np.ndarray:
         """Elements ``start:stop`` of the dump in flat C order: in
@@ -101,32 +118,58 @@ class Dump:
         memory."""
         fd = self._reopen()
         try:
+            if self.pack is not None:
+                return self._unpacked(fd, start, stop)
+            if self.tiles is not None:
+                return self._gather(fd, start, stop, self._blocked_positions)
             if not self.fortran or len(self.stored) < 2:
                 return self._span(fd, start, stop, scratch)
-            out = np.empty(stop - start, self.dtype)
-            for first in range(start, stop, GATHER_BLOCK):
-                last = min(first + GATHER_BLOCK, stop)
-                # Disk positions of these C-order elements, read a window at
-                # a time in disk order.
-                pos = np.ravel_multi_index(np.unravel_index(np.arange(first, last), self.stored),
-                                           self.stored, order="F")
-                order = np.argsort(pos, kind="stable")
-                pos = pos[order]
-                block = out[first - start:last - start]
-                i = 0
-                while i < pos.size:
-                    j = int(np.searchsorted(pos, pos[i] + GATHER_SPAN))
-                    lo = int(pos[i])
-                    block[order[i:j]] = self._span(fd, lo, int(pos[j - 1]) + 1)[pos[i:j] - lo]
-                    i = j
-            return out
+            return self._gather(fd, start, stop, self._fortran_positions)
         finally:
             os.close(fd)
+
+    def _fortran_positions(self, index: np.ndarray) -> np.ndarray:
+        return np.ravel_multi_index(np.unravel_index(index, self.stored), self.stored,
+                                    order="F")
+
+    def _blocked_positions(self, index: np.ndarray) -> np.ndarray:
+        return packing.blocked_offsets(index, self.tiles)
+
+    def _gather(self, fd: int, start: int, stop: int, positions: Any) -> np.ndarray:
+        """Elements ``start:stop`` in C order, stored at ``positions(index)``
+        on disk: read in blocks of GATHER_BLOCK elements, each a window of
+        at most GATHER_SPAN elements at a time in disk order."""
+        out = np.empty(stop - start, self.dtype)
+        for first in range(start, stop, GATHER_BLOCK):
+            last = min(first + GATHER_BLOCK, stop)
+            pos = positions(np.arange(first, last))
+            order = np.argsort(pos, kind="stable")
+            pos = pos[order]
+            block = out[first - start:last - start]
+            i = 0
+            while i < pos.size:
+                j = int(np.searchsorted(pos, pos[i] + GATHER_SPAN))
+                lo = int(pos[i])
+                block[order[i:j]] = self._span(fd, lo, int(pos[j - 1]) + 1)[pos[i:j] - lo]
+                i = j
+        return out
+
+    def _unpacked(self, fd: int, start: int, stop: int) -> np.ndarray:
+        """Codes ``start:stop`` of a packed dump: the whole groups of bytes
+        that hold them are read and unpacked."""
+        per, nbytes = packing._group(self.bits)
+        first, last = start // per, -(-stop // per)
+        count = min(last * per, self.stored[0]) - first * per
+        raw = self._span(fd, first * nbytes, first * nbytes + -(-count * self.bits // 8))
+        codes = packing._unpack_bits(raw, self.bits, count, self.pack)  # type: ignore[arg-type]
+        return codes[start - first * per:stop - first * per]
 
     def load(self) -> np.ndarray:
         """The whole dump in memory, as an array of ``shape``."""
         if self.size == 0:
             return np.zeros(self.shape, self.dtype)
+        if self.pack is not None or self.tiles is not None:
+            return self.read(0, self.size).reshape(self.shape)
         fd = self._reopen()
         try:
             flat = self._span(fd, 0, self.size)
@@ -201,12 +244,23 @@ def check_shape(shape: tuple[int, ...], what: str, itemsize: int = 8) -> None:
 
 
 def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "little",
-         shape: tuple[int, ...] | None = None, label: str = "input") -> Dump:
+         shape: tuple[int, ...] | None = None, label: str = "input", pack: str | None = None,
+         layout: str = "row-major") -> Dump:
     """The dump at ``path`` (a regular file): values for a ``.npy`` file of
     a float dtype, codes otherwise.  Raw dumps need ``fmt`` and take
-    ``shape`` (default: flat).  Only the header is read here."""
+    ``shape`` (default: flat).  ``pack`` (``"low-first"``, ``"high-first"``)
+    reads packed codes of a 4- or 6-bit format, ``layout="blocked"`` a
+    matrix of 8-bit codes in the blocked layout of logical ``shape``
+    (:mod:`fpsim.testing.packing`).  Only the header is read here."""
     path = os.fspath(path)
     name = f"{label} {path}"
+    if pack is not None:
+        packing.check_order(pack, "pack")
+    if layout not in packing.LAYOUTS:
+        raise DumpError(f"layout {layout!r}: accepted: {', '.join(packing.LAYOUTS)}")
+    tiled = layout == "blocked"
+    if pack is not None or tiled:
+        _check_packing(fmt, pack, layout, shape, name)
     fd, info = _files.open_regular(path, label, DumpError)
     try:
         if path.endswith(".npy"):
@@ -223,6 +277,12 @@ def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "lit
                 raise DumpError(f"{name}: its header promises {needed:,} bytes of data (shape "
                                 f"{stored}, {dt}), the file holds {info.st_size - offset:,} "
                                 "after the header")
+            if (pack is not None or tiled) and (dt.kind not in "iu" or dt.itemsize != 1):
+                raise DumpError(f"{name} holds {dt} data; a {'packed' if pack else 'blocked'} "
+                                "dump is bytes: accepted: a .npy file of uint8 (or int8)")
+            if (pack is not None or tiled) and fortran and len(stored) > 1:
+                raise DumpError(f"{name} is Fortran-ordered; a packed or blocked dump is a "
+                                "stream of bytes: save it in C order")
         else:
             if fmt is None:
                 raise DumpError(f"{name} is a raw dump: give its format with --fmt")
@@ -236,14 +296,58 @@ def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "lit
             stored = (n,)
     finally:
         os.close(fd)
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     if shape is not None:
         check_shape(shape, f"shape {shape}")
-        if math.prod(shape) != n:
-            raise DumpError(f"{name} has {n} {unit}, not the {math.prod(shape)} of shape "
-                            f"{shape}")
-    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if pack is not None:
+        assert fmt is not None  # checked by _check_packing
+        dt = np.dtype(np.uint8)
+        count = n * 8 // fmt.width if shape is None else math.prod(shape)
+        need = packing.packed_size(count, fmt)
+        if n != need:
+            raise DumpError(f"{name} holds {n:,} bytes; {count:,} {fmt.name} codes (shape "
+                            f"{_text(shape)}) packed {fmt.width} bits each take {need:,}")
+        return Dump(path, label, offset, dt, (count,), False,
+                    (count,) if shape is None else tuple(shape), stamp, pack, fmt.width)
+    if tiled:
+        assert shape is not None  # checked by _check_packing
+        need = packing.blocked_size(shape)
+        if n != need:
+            rows, cols = packing.blocked_shape(shape)
+            mats = math.prod(shape[:-2])
+            raise DumpError(f"{name} holds {n:,} {unit}; shape {_text(shape)} in the blocked "
+                            f"layout takes {need:,} ({f'{mats} x ' if len(shape) > 2 else ''}"
+                            f"{rows} x {cols}: rows padded to a multiple of 128, columns to 4)")
+        return Dump(path, label, offset, np.dtype(np.uint8), (need,), False, tuple(shape),
+                    stamp, tiles=tuple(shape))
+    if shape is not None and math.prod(shape) != n:
+        raise DumpError(f"{name} has {n} {unit}, not the {math.prod(shape)} of shape "
+                        f"{shape}")
     return Dump(path, label, offset, dt, stored, fortran,
                 stored if shape is None else tuple(shape), stamp)
+
+
+def _text(shape: tuple[int, ...] | None) -> str:
+    return "flat" if shape is None else "x".join(map(str, shape))
+
+
+def _check_packing(fmt: Format | None, pack: str | None, layout: str,
+                   shape: tuple[int, ...] | None, name: str, hint: str = "give --shape"
+                   ) -> None:
+    """Packing and the blocked layout apply to some formats and shapes only."""
+    what = f"packed in {pack} order" if pack is not None else "in the blocked layout"
+    if fmt is None:
+        raise DumpError(f"{name}: codes {what} need their format: give --fmt")
+    if pack is not None and not packing.packable(fmt):
+        raise DumpError(f"{name}: {fmt.name} codes are {fmt.width} bits; packing applies to "
+                        "the 4- and 6-bit formats (e2m1, e3m2, e2m3)")
+    if layout == "blocked":
+        if fmt.width != 8 or pack is not None:
+            raise DumpError(f"{name}: {fmt.name} codes are {fmt.width} bits; the blocked layout "
+                            "is of 8-bit scale codes, one a byte (e8m0, e4m3)")
+        if shape is None or len(shape) < 2:
+            raise DumpError(f"{name}: the blocked layout needs the logical shape of the scale "
+                            f"matrix, rows x cols (e.g. 300x7): {hint}")
 
 
 def _npy_header(fd: int, name: str) -> tuple[int, np.dtype, tuple[int, ...], bool]:
@@ -278,11 +382,34 @@ def _npy_header(fd: int, name: str) -> tuple[int, np.dtype, tuple[int, ...], boo
 
 
 def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
-          byteorder: str = "little") -> None:
+          byteorder: str = "little", pack: str | None = None, layout: str = "row-major") -> None:
     """Write codes of ``fmt``: a ``.npy`` file (of ``fmt``'s value dtype
-    where there is one, else of codes) or a raw dump in ``byteorder``."""
+    where there is one, else of codes) or a raw dump in ``byteorder``.
+    ``pack`` writes the codes of a 4- or 6-bit format packed in that order,
+    ``layout="blocked"`` a matrix of 8-bit codes in the blocked layout
+    (:mod:`fpsim.testing.packing`): raw bytes, or a ``.npy`` file of uint8."""
     path = os.fspath(path)
     codes = np.ascontiguousarray(np.asarray(codes).astype(_array.code_dtype(fmt), copy=False))
+    if pack is not None or layout != "row-major":
+        if pack is not None:
+            packing.check_order(pack, "pack")
+        if layout not in packing.LAYOUTS:
+            raise DumpError(f"layout {layout!r}: accepted: {', '.join(packing.LAYOUTS)}")
+        _check_packing(fmt, pack, layout, codes.shape, f"output {path}",
+                       f"the output's shape is {_text(codes.shape) or 'scalar'}")
+        if pack is not None:
+            data = packing.pack(codes, fmt, pack)
+            w = fmt.width
+            if codes.ndim and codes.shape[-1] * w % 8 == 0:  # rows of whole bytes, as torch keeps
+                data = data.reshape(codes.shape[:-1] + (codes.shape[-1] * w // 8,))
+        else:
+            data = packing.to_blocked(codes)
+        if path.endswith(".npy"):
+            np.save(path, data, allow_pickle=False)
+        else:
+            with open(path, "wb") as out:
+                out.write(memoryview(data.reshape(-1)).cast("B"))
+        return
     if path.endswith(".npy"):
         # numpy's own float types as values; ml_dtypes types would be saved
         # as anonymous bytes ('|V1'), so those formats are saved as codes.

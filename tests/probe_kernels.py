@@ -1,0 +1,45 @@
+"""Black-box kernels for tests/test_cli_probe.py and tests/test_mma_probe.py,
+written without fpsim's arithmetic except where a preset is the point."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fpsim.mma as mma
+
+_H100 = mma.preset("h100", "fp16")
+
+
+def h100_fp16(a, b, c):
+    """The H100 FP16 -> FP32 instruction itself (K <= 16)."""
+    return _H100(a, b, c)
+
+
+def h100_gemm(A, B, C):
+    """A GEMM built on the H100 instruction, chaining K in blocks of 16."""
+    M, K = A.shape
+    N = B.shape[1]
+    a = np.repeat(A[:, None, :], N, axis=1)
+    b = np.repeat(B.T[None, :, :], M, axis=0)
+    return _H100(a, b, C, chain=True)
+
+
+def fp32_loop(a, b, c):
+    """acc = c; acc = fl32(acc + a[k]*b[k]) for k in order (FP16 products are
+    exact in FP32)."""
+    acc = c.astype(np.float32)
+    for k in range(a.shape[1]):
+        acc = (acc + a[:, k].astype(np.float32) * b[:, k].astype(np.float32)).astype(np.float32)
+    return acc
+
+
+def raises(a, b, c):
+    raise RuntimeError("device lost")
+
+
+def wrong_shape(a, b, c):
+    return np.zeros((a.shape[0], 2), np.float32)
+
+
+def wrong_dtype(a, b, c):
+    return np.zeros(a.shape[0], np.float64)
