@@ -28,6 +28,7 @@ from .formats import (
     Specials,
     format,
     formats,
+    p3109,
     register,
 )
 from .modes import Flag, Rounding, Tininess
@@ -40,5 +41,6 @@ __all__ = [
     "BF16", "E4M3", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "FP16", "FP32", "FP64", "TF32",
     "E3M2", "E2M3", "E2M1", "E8M0",
     "Context", "Flag", "Float", "FloatClass", "Format", "Rounding", "Specials", "Tininess",
-    "convert", "format", "formats", "getcontext", "localcontext", "register", "setcontext",
+    "convert", "format", "formats", "getcontext", "localcontext", "p3109", "register",
+    "setcontext",
 ]

@@ -60,16 +60,24 @@ def describe_format(fmt: Format) -> str:
     'e4m3: 1 sign, 4 exponent, 3 fraction bits; bias 7; no infinities, NaN = S.1111.111'
     >>> describe_format(format("e8m0"))
     'e8m0: no sign, 8 exponent, 0 fraction bits; bias 127; no infinities, NaN = 11111111'
+    >>> describe_format(format("binary8p3se"))[50:]
+    'bias 16; ±inf = 0x7f/0xff, no -0, single NaN 0x80'
     """
     sign = "1 sign" if fmt.signed else "no sign"
     # The all-ones code as fields: S.EEEE.MMM, without a sign field in an
     # unsigned format (E8M0's NaN is 11111111).
     ones = ".".join(["S"] * fmt.signed + ["1" * fmt.exponent_bits]
                     + ["1" * fmt.mantissa_bits] * bool(fmt.mantissa_bits))
+    # P3109's extended formats: ±inf at the largest magnitude below the NaN
+    if fmt.has_inf and fmt.specials.value != "ieee":
+        inf = fmt.inf_code
+        infs = f"±inf = 0x{inf:x}/0x{inf | fmt.sign_bit:x}" if fmt.signed else f"inf = 0x{inf:x}"
+    else:
+        infs = "no infinities"
     specials = {
         "ieee": "IEEE infinities and NaNs",
-        "fn": f"no infinities, NaN = {ones}",
-        "fnuz": f"no infinities, no -0, single NaN 0x{fmt.sign_bit:x}",
+        "fn": f"{infs}, NaN = {ones}",
+        "fnuz": f"{infs}, no -0, single NaN 0x{fmt.sign_bit:x}",
         "none": "no infinities, no NaN",
     }[fmt.specials.value]
     bits = "bit" if fmt.mantissa_bits == 1 else "bits"

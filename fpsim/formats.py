@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Specials", "Format", "format", "formats", "register",
     "FP64", "FP32", "TF32", "FP16", "BF16", "E4M3", "E5M2", "E4M3FNUZ", "E5M2FNUZ",
-    "E3M2", "E2M3", "E2M1", "E8M0",
+    "E3M2", "E2M3", "E2M1", "E8M0", "E3M4", "E4M3IEEE", "E4M3B11FNUZ", "p3109",
 ]
 
 
@@ -35,13 +36,17 @@ class Specials(str, enum.Enum):
 
     ``IEEE``  the top exponent field is reserved: fraction 0 is ±inf, any other
               fraction is NaN (quiet when the fraction's top bit is set).
-    ``FN``    finite + NaN (OCP E4M3): no infinities; only the all-ones
-              exponent *and* fraction (S.1111.111) is NaN, the rest of the top
-              binade holds finite values.
+    ``FN``    finite + NaN (OCP E4M3): only the all-ones exponent *and*
+              fraction (S.1111.111) is NaN, the rest of the top binade holds
+              finite values.
     ``FNUZ``  finite, NaN, unsigned zero (ml_dtypes ``float8_*fnuz``): no
-              infinities, no negative zero; the code of "-0" (sign bit alone)
-              is the single NaN.
+              negative zero; the code of "-0" (sign bit alone) is the single
+              NaN.
     ``NONE``  every code is finite (OCP MX FP6/FP4 elements).
+
+    ``FN`` and ``FNUZ`` formats have no infinity unless the format says
+    ``infinities=True`` (IEEE P3109's extended domain): then the largest
+    magnitude that is not NaN is ±inf.
     """
 
     IEEE = "ieee"
@@ -76,6 +81,19 @@ class Format:
         ``False`` for formats without a sign bit.
     aliases:
         Other names accepted by :func:`format` (case-insensitive).
+    infinities:
+        For ``fn`` and ``fnuz`` formats: ``True`` makes the largest magnitude
+        code that is not a NaN ±inf (IEEE P3109's extended domain: 0x7F and
+        0xFF in binary8p3se, 0xFE in the unsigned binary8p3ue).  IEEE-style
+        formats always have infinities (the attribute is then ``True``);
+        ``none`` formats cannot (they have no NaN for inf - inf).
+    code_parity:
+        ``True``: round-to-nearest-even and round-to-odd read the parity of
+        the result's *code* instead of its significand.  The two differ only
+        without fraction bits (``mantissa_bits == 0``): P3109's binary{K}p1
+        formats break a tie between 2**e and 2**(e+1) toward the even code
+        (P3109's CodeIsEven, gfloat), where E8M0 (OCP MX, ml_dtypes) takes
+        the significand's parity, which always rounds such a tie up.
 
     Every limit is derived, exactly:
 
@@ -92,6 +110,8 @@ class Format:
     subnormals: bool = True
     signed: bool = True
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    infinities: bool = False
+    code_parity: bool = False
 
     # Derived attributes are plain instance attributes (set once in
     # __post_init__) rather than properties: the rounding kernel reads them on
@@ -120,6 +140,8 @@ class Format:
         setattr_ = object.__setattr__
         setattr_(self, "specials", Specials(self.specials))
         setattr_(self, "aliases", tuple(a.lower() for a in self.aliases))
+        if self.specials is Specials.IEEE:
+            setattr_(self, "infinities", True)
         e, m = self.exponent_bits, self.mantissa_bits
         width = int(self.signed) + e + m
         sign_bit = (1 << (e + m)) if self.signed else 0
@@ -132,6 +154,10 @@ class Format:
             max_code = all_ones - 1
         else:  # FNUZ and NONE: every positive code is finite
             max_code = all_ones
+        # P3109's extended domain: the largest magnitude below the NaN is inf.
+        extra_inf = self.infinities and sp is not Specials.IEEE
+        if extra_inf:
+            max_code -= 1
         emin = 1 - self.bias if self.subnormals else -self.bias
         emax = (max_code >> m) - self.bias
         frac_max = max_code & ((1 << m) - 1)
@@ -145,6 +171,15 @@ class Format:
             default_nan = sign_bit
         else:
             default_nan = None
+        inf_code = (top_exponent << m) if sp is Specials.IEEE else (
+            max_code + 1 if extra_inf else None)
+        # The kernel's hot path rounds by the significand's parity: formats
+        # whose ties go by the code's parity (and differ: no fraction bits)
+        # take the general path, which reads this base.
+        parity_base = None
+        base = ((emin - m) << m) + (0 if self.subnormals else (1 << m))
+        if self.code_parity and m == 0:
+            parity_base = base
         values = dict(
             width=width,
             precision=m + 1,
@@ -157,24 +192,28 @@ class Format:
             min_normal=_pow2(emin),
             min_subnormal=_pow2(emin - m) if self.subnormals else _pow2(emin),
             eps=_pow2(-m),
-            has_inf=sp is Specials.IEEE,
+            has_inf=inf_code is not None,
             has_nan=has_nan,
             has_zero=self.subnormals,
             has_negative_zero=self.subnormals and self.signed and sp is not Specials.FNUZ,
-            inf_code=(top_exponent << m) if sp is Specials.IEEE else None,
+            inf_code=inf_code,
             default_nan_code=default_nan,
             # The rounding kernel's constants, read in one attribute access:
             # those of its hot path (precision, mantissa_bits, quantum q of
             # the smallest subnormal, the base that makes a result's code
             # (q << mantissa_bits) + significand - base, max_code, sign bit),
             # then those of its general path (emin, subnormals, sign bit of a
-            # negative zero, 0 where there is none).  A format without
-            # subnormals has no code for the implicit bit of its smallest
-            # binade: the base takes that bit off too.
-            _kernel=(m + 1, m, emin - m,
-                     ((emin - m) << m) + (0 if self.subnormals else (1 << m)), max_code, sign_bit,
+            # negative zero, 0 where there is none, the quantum q of the
+            # smallest subnormal, and the base of a code-parity format, None
+            # elsewhere).  A format without subnormals has no code for the
+            # implicit bit of its smallest binade: the base takes that bit off
+            # too.  The hot path's least quantum is q, or infinity where the
+            # code's parity decides ties (the hot path reads the significand's).
+            _kernel=(m + 1, m, emin - m if parity_base is None else float("inf"),
+                     base, max_code, sign_bit,
                      (emin, self.subnormals,
-                      sign_bit if self.subnormals and sp is not Specials.FNUZ else 0)),
+                      sign_bit if self.subnormals and sp is not Specials.FNUZ else 0,
+                      emin - m, parity_base)),
             # fpsim.arith's division of a normal dividend (significand at
             # least 2**m) shifts it left by m + 3 bits: the integer quotient by
             # any significand then has at least p + 2 bits, and for formats up
@@ -293,6 +332,10 @@ class Format:
             extra += ", subnormals=False"
         if not self.signed:
             extra += ", signed=False"
+        if self.infinities and self.specials is not Specials.IEEE:
+            extra += ", infinities=True"
+        if self.code_parity:
+            extra += ", code_parity=True"
         return (
             f"Format({self.name!r}, exponent_bits={self.exponent_bits}, "
             f"mantissa_bits={self.mantissa_bits}, bias={self.bias}{extra})"
@@ -300,7 +343,8 @@ class Format:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Format, (self.name, self.exponent_bits, self.mantissa_bits, self.bias,
-                         self.specials, self.subnormals, self.signed, self.aliases))
+                         self.specials, self.subnormals, self.signed, self.aliases,
+                         self.infinities, self.code_parity))
 
 
 def _pow2(n: int) -> Fraction:
@@ -319,7 +363,7 @@ def _check_parameters(f: Format) -> None:
     if not isinstance(f.aliases, (tuple, list)) or not all(
             isinstance(a, str) for a in f.aliases):
         raise TypeError(f"Format aliases must be a tuple of str, got {f.aliases!r}")
-    for attr in ("subnormals", "signed"):
+    for attr in ("subnormals", "signed", "infinities", "code_parity"):
         v = getattr(f, attr)
         if not isinstance(v, bool):
             raise TypeError(f"Format {attr} must be True or False, got {v!r}")
@@ -347,6 +391,11 @@ def _check_parameters(f: Format) -> None:
         raise ValueError("an IEEE-style format needs exponent_bits >= 2")
     if sp is Specials.FNUZ and not f.signed:
         raise ValueError("an FNUZ format needs a sign bit: its NaN is the '-0' code")
+    if f.infinities and sp is Specials.NONE:
+        raise ValueError("infinities=True needs a NaN for inf - inf: specials fn or fnuz, "
+                         "not none")
+    if f.infinities and sp is not Specials.IEEE and not f.subnormals:
+        raise ValueError("infinities=True is supported for formats with subnormals only")
     if not f.subnormals and f.signed:
         raise ValueError(
             "subnormals=False (no zero, exponent field 0 is a normal binade) "
@@ -381,24 +430,38 @@ def register(fmt: Format) -> Format:
 def format(name: str | Format) -> Format:  # noqa: A001 - the public name is the point
     """Look a format up by name or alias, case-insensitively.
 
+    IEEE P3109 names (``binary{K}p{P}{s|u}{e|f}``, and gfloat's
+    ``p3109_k{K}p{P}{s|u}{e|f}``) name the formats :func:`fpsim.formats.p3109` makes.
+
     >>> format("Half") is FP16, format("fp8_e4m3") is E4M3
     (True, True)
+    >>> format("binary8p3se") is p3109(8, 3), format("binary11p5ue").bias
+    (True, 64)
     """
     if isinstance(name, Format):
         return name
     if not isinstance(name, str):
         raise TypeError(f"format name must be a str, got {type(name).__name__}")
-    fmt = _REGISTRY.get(name.strip().lower())
+    key = name.strip().lower()
+    fmt = _REGISTRY.get(key)
     if fmt is None:
+        match = _P3109_NAME.fullmatch(key)
+        if match is not None:
+            k, p, s, d = match.groups()
+            return p3109(int(k), int(p), signed=s == "s", extended=d == "e")
         raise ValueError(
             f"unknown format {name!r}; accepted: {', '.join(f.name for f in formats())} "
-            "(or an alias such as float16, half, bfloat16, fp8_e4m3)"
+            "(or an alias such as float16, half, bfloat16, fp8_e4m3, float8_e4m3), and "
+            f"IEEE P3109's binary{{K}}p{{P}}{{s|u}}{{e|f}} for K from {P3109_MIN_K} to "
+            f"{P3109_MAX_K}, P from 1 to K-1 (s, signed) or to K (u, unsigned)"
         )
     return fmt
 
 
 def formats() -> list[Format]:
-    """Every registered format, each once, widest first.
+    """Every registered format, each once, widest first; within a width the
+    IEEE P3109 formats (:func:`fpsim.formats.p3109`) come after the others, by precision,
+    signed before unsigned, extended before finite.
 
     >>> [f.name for f in formats()][:3]
     ['fp64', 'fp32', 'tf32']
@@ -406,7 +469,13 @@ def formats() -> list[Format]:
     seen: dict[str, Format] = {}
     for f in _REGISTRY.values():
         seen.setdefault(f.name, f)
-    return sorted(seen.values(), key=lambda f: (-f.width, -f.exponent_bits, f.name))
+    family = {id(f) for f in _P3109.values()}
+
+    def key(f: Format) -> tuple[Any, ...]:
+        if id(f) in family:
+            return (-f.width, 1, f.precision, not f.signed, not f.infinities)
+        return (-f.width, 0, -f.exponent_bits, f.name)
+    return sorted(seen.values(), key=key)
 
 
 FP64 = register(Format("fp64", 11, 52, 1023, aliases=("float64", "binary64", "double")))
@@ -433,5 +502,82 @@ E2M1 = register(Format("e2m1", 2, 1, 1, Specials.NONE,
                        aliases=("fp4", "fp4_e2m1", "float4_e2m1fn", "mxfp4", "nvfp4")))
 E8M0 = register(Format("e8m0", 8, 0, 127, Specials.FN, subnormals=False, signed=False,
                        aliases=("float8_e8m0fnu", "e8m0fnu", "ue8m0")))
+
+# ml_dtypes' other float8 types, under their own names and meanings: E3M4
+# and E4M3 IEEE-like (infinities, NaNs filling the top binade); E4M3B11FNUZ
+# the "fnuz" layout with bias 11 (max 30).  fpsim's ``e4m3`` is OCP's E4M3FN
+# (ml_dtypes float8_e4m3fn); ml_dtypes' float8_e4m3 is ``e4m3ieee`` here.
+E3M4 = register(Format("e3m4", 3, 4, 3, aliases=("float8_e3m4", "fp8_e3m4")))
+E4M3IEEE = register(Format("e4m3ieee", 4, 3, 7, aliases=("float8_e4m3",)))
+E4M3B11FNUZ = register(Format("e4m3b11fnuz", 4, 3, 11, Specials.FNUZ,
+                              aliases=("float8_e4m3b11fnuz", "fp8_e4m3b11fnuz")))
+
+
+# -- IEEE P3109 ----------------------------------------------------------------
+
+P3109_MIN_K = 3
+P3109_MAX_K = 16
+_P3109_NAME = re.compile(r"(?:binary|p3109_k)(\d+)p(\d+)([su])([ef])")
+_P3109: dict[tuple[int, int, bool, bool], Format] = {}
+
+
+def p3109(k: int, p: int, signed: bool = True, extended: bool = True) -> Format:
+    """The IEEE P3109 format binary{K}p{P}{s|u}{e|f}: ``k`` bits, precision
+    ``p`` (significand bits, the implicit one included), signed or unsigned,
+    extended (with infinities) or finite.
+
+    The semantics are those of the P3109 Interim Report as gfloat 0.5
+    implements it (``format_info_p3109``; spec/p3109.md): exponent bias
+    2**(K-P-1) (signed) or 2**(K-P) (unsigned); subnormals; one NaN, the
+    code of "-0" (0x80 in eight bits) where signed, the all-ones code where
+    unsigned; no negative zero; in the extended domain ±inf is the largest
+    magnitude below the NaN (0x7F/0xFF signed, 0xFE unsigned).  A P=1
+    format has no fraction bits: its codes are 0 and the powers 2**(E-bias),
+    and round to nearest breaks ties toward the even code.  K goes from 3 to
+    16, P from 1 to K-1 (signed) or K (unsigned).
+
+    >>> f = p3109(8, 3)
+    >>> f.name, f.max, hex(f.inf_code), hex(f.default_nan_code)
+    ('binary8p3se', Fraction(49152, 1), '0x7f', '0x80')
+    >>> p3109(8, 4, signed=False, extended=False).max   # 0xFE = 1.75 × 2**(31 - 16)
+    Fraction(57344, 1)
+    """
+    for what, v in (("k", k), ("p", p)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"p3109() {what} must be an int, got {type(v).__name__}")
+    for what, v in (("signed", signed), ("extended", extended)):
+        if not isinstance(v, bool):
+            raise TypeError(f"p3109() {what} must be True or False, got {v!r}")
+    top = k - 1 if signed else k
+    if not P3109_MIN_K <= k <= P3109_MAX_K or not 1 <= p <= top:
+        raise ValueError(
+            f"IEEE P3109 has no {'signed' if signed else 'unsigned'} format with K={k}, P={p}; "
+            f"accepted: K from {P3109_MIN_K} to {P3109_MAX_K}, and P from 1 to K-1 for signed "
+            "formats, from 1 to K for unsigned ones"
+        )
+    key = (k, p, signed, extended)
+    fmt = _P3109.get(key)
+    if fmt is None:
+        tag = f"{k}p{p}{'s' if signed else 'u'}{'e' if extended else 'f'}"
+        e = k - p + (0 if signed else 1)
+        fmt = Format(f"binary{tag}", e, p - 1, 1 << (e - 1),
+                     Specials.FNUZ if signed else Specials.FN, signed=signed,
+                     aliases=(f"p3109_k{tag}",), infinities=extended, code_parity=p == 1)
+        _P3109[key] = fmt
+    return fmt
+
+
+# The eight-bit P3109 formats are registered (listed by formats(), in the
+# docs and in spec/formats.json); the others are made on first use by name.
+for _p in range(1, 9):
+    for _signed in (True, False):
+        for _extended in (True, False):
+            if _p < 8 or not _signed:
+                register(p3109(8, _p, _signed, _extended))
+del _p, _signed, _extended
+
+# ``fpsim.formats`` is this function at the package level: the constructor
+# is reachable as ``fpsim.formats.p3109`` too.
+formats.p3109 = p3109  # type: ignore[attr-defined]
 
 from . import value as _value  # noqa: E402  (the conveniences above call rightward)

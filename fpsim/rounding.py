@@ -72,12 +72,15 @@ _RNE, _RNA, _RTZ, _RUP, _RDN, _RTO, _SR = (
 
 
 def quantize(num: int, den: int, exp: int, q: int, negative: bool,
-             mode: Rounding, rand: int = 0, sr_bits: int = 32) -> tuple[int, bool]:
+             mode: Rounding, rand: int = 0, sr_bits: int = 32,
+             parity: int = 0) -> tuple[int, bool]:
     """Round the magnitude ``num/den × 2**exp`` of a value of the given sign
     to an integer multiple of ``2**q`` by ``mode``.
 
     Returns ``(multiple, inexact)``.  This is step 3 of the kernel, exposed
     for operations whose quantum is not the format's (round to integral).
+    Ties to even and round to odd read the parity of ``multiple + parity``
+    (``parity`` 1 makes even multiples "odd": the kernel's code parity).
 
     >>> quantize(5, 2, 0, 0, False, Rounding.RNE)    # 2.5 -> 2 (ties to even)
     (2, True)
@@ -109,7 +112,7 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
         if mode is _SR:
             frac_bits = (rem << sr_bits) // d
     if mode is _RNE:
-        up = cmp > 0 or (cmp == 0 and kept & 1)
+        up = cmp > 0 or (cmp == 0 and (kept + parity) & 1)
     elif mode is _RTZ:
         up = False
     elif mode is _RNA:
@@ -119,7 +122,7 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
     elif mode is _RDN:
         up = negative
     elif mode is _RTO:
-        return kept | 1, True
+        return (kept if (kept + parity) & 1 else kept + 1), True
     else:  # stochastic
         up = frac_bits + rand >= (1 << sr_bits)
     return kept + 1 if up else kept, True
@@ -198,7 +201,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
             return _overflow(fmt, negative, _RNE, key[1]), OVERFLOW | INEXACT
         return (code | sign_bit if negative else code), flags
 
-    emin, subnormals, negative_zero = general
+    emin, subnormals, negative_zero, qmin, parity_base = general
     if not n:
         if not subnormals:  # no zero in the format
             return nan_or_error(fmt, negative, "zero"), INVALID
@@ -208,7 +211,10 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
     e = exp + n - 1
     if e < emin and subnormals:
         q = qmin
-    kept, inexact = quantize(num, 1, exp, q, negative, mode, rand, key[5])
+    # (A format whose ties go by the code's parity and has no fraction bits:
+    # the code is q + kept - base, so kept's parity is offset by q - base.)
+    kept, inexact = quantize(num, 1, exp, q, negative, mode, rand, key[5],
+                             0 if parity_base is None else (q - parity_base) & 1)
     flags = INEXACT if inexact else 0
     code = (q << m) + kept - base
 

@@ -44,6 +44,7 @@ from . import arith
 from . import array as _array
 from ._flagbits import BITS_OF
 from ._flagbits import NAMES as FLAG_NAMES
+from .array._kernel import specials
 from .context import Context
 from .formats import Format, formats
 from .formats import format as _lookup
@@ -919,10 +920,5 @@ def _check(op: Operation, ctx: Context, batch: list[tuple[int, str, list[int]]],
 
 
 def _is_nan(fmt: Format, codes: np.ndarray) -> np.ndarray:
-    mag = codes & U64(fmt.magnitude_mask)
-    if fmt.has_inf:
-        return mag > U64(fmt.inf_code)
-    if fmt.specials.value == "fn":
-        return mag == U64(fmt.magnitude_mask)
-    return codes == U64(fmt.sign_bit)  # FNUZ: the "-0" code
-
+    """Where ``codes`` are NaN codes of ``fmt``, by the format's own rule."""
+    return specials(fmt, codes, codes & U64(fmt.magnitude_mask))[0]

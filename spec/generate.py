@@ -25,6 +25,7 @@ from pathlib import Path
 
 import fpsim
 from fpsim.explain import describe_format
+from fpsim.formats import P3109_MAX_K, P3109_MIN_K
 from fpsim.value import exact_decimal
 
 OUTPUT = Path(__file__).resolve().parent / "formats.md"
@@ -127,6 +128,8 @@ def notable_codes(fmt: fpsim.Format) -> list[tuple[str, str, str, str]]:
         finite("min subnormal", 1, "subnormal")
         finite("max subnormal", (1 << m) - 1, "subnormal")
         finite("min normal", 1 << m, "normal")
+    elif fmt.subnormals:  # no fraction bits: zero is the only subnormal code
+        finite("min positive (normal)", 1, "normal")
     else:
         finite("min positive (normal)", 0, "normal")
     one = fmt.round(1, fpsim.Context())
@@ -140,7 +143,8 @@ def notable_codes(fmt: fpsim.Format) -> list[tuple[str, str, str, str]]:
         finite("-max", fmt.sign_bit | fmt.max_code, "normal")
     if fmt.has_inf:
         special("+inf", [fmt.inf_code], "inf", "inf")
-        special("-inf", [fmt.sign_bit | fmt.inf_code], "inf", "-inf")
+        if fmt.signed:
+            special("-inf", [fmt.sign_bit | fmt.inf_code], "inf", "-inf")
     sp = fmt.specials
     if sp is fpsim.Specials.IEEE:
         quiet = fmt.inf_code | (1 << (m - 1))
@@ -213,7 +217,8 @@ def _section(fmt: fpsim.Format) -> list[str]:
     value_rules = []
     low = 0
     if fmt.subnormals:
-        rule = f"- E = 0: ±F × 2^{fmt.emin - m} (zero and the subnormals)"
+        rule = (f"- E = 0: ±F × 2^{fmt.emin - m} (zero and the subnormals)" if m
+                else "- E = 0: zero (no fraction bits: no subnormal but zero)")
         if sp is fpsim.Specials.FNUZ:
             rule += "; but S = 1, F = 0 is the NaN (there is no -0)"
         value_rules.append(rule)
@@ -226,9 +231,13 @@ def _section(fmt: fpsim.Format) -> list[str]:
     if sp is fpsim.Specials.FN and nan_field != emax_field:
         value_rules.append(f"- E = {nan_field}" + (f", F = {(1 << m) - 1}" if m else "")
                            + ": NaN")
-    if fmt.has_inf:
+    if sp is fpsim.Specials.IEEE:
         value_rules.append(f"- E = {emax_field + 1}: F = 0 is ±inf; F ≠ 0 is NaN, quiet when "
                            f"bit {m - 1} (the top fraction bit) is 1")
+    elif fmt.has_inf:  # P3109's extended domain
+        inf_e, inf_f = fmt.fields(fmt.inf_code)[1:]
+        value_rules.append(f"- but E = {inf_e}" + (f", F = {inf_f}" if m else "")
+                           + f" (the largest magnitude below the NaN) is {'±' * fmt.signed}inf")
     lines += ["Decoding (S is the sign, ± means (-1)^S):", ""] + value_rules + [""]
     t, inclusive = overflow_threshold(fmt)
     limits = [
@@ -331,6 +340,8 @@ def format_record(fmt: fpsim.Format) -> dict[str, object]:
         "bias": fmt.bias,
         "specials": fmt.specials.value,
         "subnormals": fmt.subnormals,
+        "infinities": fmt.infinities,
+        "code_parity": fmt.code_parity,
         "limits": {
             "precision": fmt.precision,
             "emin": fmt.emin,
@@ -349,11 +360,33 @@ def format_record(fmt: fpsim.Format) -> dict[str, object]:
             "positive_zero": hexcode(fmt, 0) if fmt.has_zero else None,
             "negative_zero": hexcode(fmt, fmt.sign_bit) if fmt.has_negative_zero else None,
             "positive_infinity": _code_or_none(fmt, fmt.inf_code),
-            "negative_infinity": (None if fmt.inf_code is None
+            "negative_infinity": (None if fmt.inf_code is None or not fmt.signed
                                   else hexcode(fmt, fmt.inf_code | fmt.sign_bit)),
             "default_nan": _code_or_none(fmt, fmt.default_nan_code),
         },
     }
+
+
+# IEEE P3109's formats beyond the eight-bit ones (listed above as formats)
+# are made by name on first use: the family is stated by its rule.
+P3109_FAMILY = {
+    "name": "p3109",
+    "pattern": "binary{K}p{P}{s|u}{e|f}",
+    "aliases": ["p3109_k{K}p{P}{s|u}{e|f}"],
+    "source": "IEEE P3109 Interim Report v3 as gfloat 0.5.2 implements it (spec/p3109.md)",
+    "K": {"min": P3109_MIN_K, "max": P3109_MAX_K},
+    "P": {"signed": "1 .. K-1", "unsigned": "1 .. K"},
+    "rule": {
+        "signed (s)": {"sign_bits": 1, "exponent_bits": "K - P", "mantissa_bits": "P - 1",
+                       "bias": "2^(K-P-1)", "specials": "fnuz"},
+        "unsigned (u)": {"sign_bits": 0, "exponent_bits": "K - P + 1", "mantissa_bits": "P - 1",
+                         "bias": "2^(K-P)", "specials": "fn"},
+        "extended (e)": {"infinities": True},
+        "finite (f)": {"infinities": False},
+        "subnormals": True,
+        "code_parity": "P = 1",
+    },
+}
 
 
 def render_json() -> str:
@@ -364,6 +397,7 @@ def render_json() -> str:
                        "spec/generate.py; the encoding rules are in spec/formats.md). "
                        "Rationals are exact, as 'n' or 'n/d'; codes are hex strings.",
         "formats": [format_record(f) for f in fpsim.formats()],
+        "families": [P3109_FAMILY],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

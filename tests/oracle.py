@@ -56,29 +56,34 @@ class FormatSpec:
     * ``"none"``: every code is a finite number.
 
     Without ``subnormals`` (E8M0) exponent field 0 is an ordinary binade;
-    without ``signed`` there is no sign bit.
+    without ``signed`` there is no sign bit.  With ``infinities`` (IEEE
+    P3109's extended domain, for "fn" and "fnuz") the largest magnitude
+    that is not NaN is ±inf.
     """
 
     def __init__(self, name: str, e: int, m: int, bias: int, specials: str,
-                 signed: bool = True, subnormals: bool = True):
+                 signed: bool = True, subnormals: bool = True, infinities: bool = False):
         self.name, self.e, self.m, self.bias, self.specials = name, e, m, bias, specials
         self.signed, self.subnormals = signed, subnormals
         self.p = m + 1
         self.width = int(signed) + e + m
         self.sign_bit = 1 << (e + m) if signed else 0
         self.emin = (1 if subnormals else 0) - bias
-        self.has_inf = specials == "ieee"
+        self.has_inf = specials == "ieee" or infinities
         self.has_nan = specials != "none"
         self.has_neg_zero = signed and specials != "fnuz"
-        self.quiet_bit = 1 << (m - 1) if self.has_inf else 0
-        self.inf_code = ((1 << e) - 1) << m if self.has_inf else None
+        self.quiet_bit = 1 << (m - 1) if specials == "ieee" else 0
+        all_ones = (1 << (e + m)) - 1
+        # P3109 extended: inf just below the all-ones NaN ("fn"), or at the
+        # all-ones magnitude ("fnuz", whose NaN is the -0 code)
+        self.extra_inf = (all_ones - (specials == "fn")) if infinities else None
+        self.inf_code = ((1 << e) - 1) << m if specials == "ieee" else self.extra_inf
         # What an overflow "to infinity" delivers (no infinity: NaN, the OCP
         # stand-in; neither: max).
         self.overflow_kind = "inf" if self.has_inf else "nan" if self.has_nan else "max"
         # The largest finite code: IEEE reserves the top binade, "fn" only
         # the all-ones code; "fnuz" and "none" codes below the sign are finite.
-        all_ones = (1 << (e + m)) - 1
-        self.max_code = all_ones - {"ieee": 1 << m, "fn": 1}.get(specials, 0)
+        self.max_code = all_ones - {"ieee": 1 << m, "fn": 1}.get(specials, 0) - int(infinities)
         self.max = self.value(self.max_code)
         self.emax = floor_log2(self.max)
         self.ulp_at_max = pow2(self.emax - m)
@@ -103,6 +108,8 @@ class FormatSpec:
             return "nan", sign, None
         if self.specials == "fnuz" and sign and ef == 0 and frac == 0:
             return "nan", sign, None
+        if self.extra_inf is not None and code & ((1 << (e + m)) - 1) == self.extra_inf:
+            return "inf", sign, None
         if ef == 0 and self.subnormals:  # subnormal: 0.fraction × 2**emin
             sig, exp = frac, 1 - bias - m
         else:  # normal: 1.fraction × 2**(ef - bias)
@@ -127,7 +134,7 @@ class FormatSpec:
         sign aside); the single NaN of "fn" and "fnuz" formats is quiet."""
         kind, _, v = self.decode(code)
         if kind == "nan":
-            return "snan" if self.has_inf and not code & self.quiet_bit else "qnan"
+            return "snan" if self.specials == "ieee" and not code & self.quiet_bit else "qnan"
         if kind == "inf":
             return "inf"
         if v == 0:
@@ -209,7 +216,29 @@ SPECS = {spec.name: spec for spec in [
     FormatSpec("e3m2", 3, 2, 3, "none"),  # FP6 E3M2: max 1.75 × 2**4 = 28
     FormatSpec("e2m3", 2, 3, 1, "none"),  # FP6 E2M3: max 1.875 × 2**2 = 7.5
     FormatSpec("e2m1", 2, 1, 1, "none"),  # FP4 E2M1: max 1.5 × 2**2 = 6
+    # ml_dtypes' other float8 types: float8_e3m4 and float8_e4m3 IEEE-like
+    # (max 1.9375 × 2**3 = 15.5, 1.875 × 2**7 = 240), float8_e4m3b11fnuz
+    # with bias 11 (max 1.875 × 2**4 = 30).
+    FormatSpec("e3m4", 3, 4, 3, "ieee"),
+    FormatSpec("e4m3ieee", 4, 3, 7, "ieee"),
+    FormatSpec("e4m3b11fnuz", 4, 3, 11, "fnuz"),
 ]}
+
+
+# IEEE P3109's eight-bit formats, from the Interim Report's rule: signed
+# binary8p{P}s{e|f} has 8-P exponent and P-1 fraction bits, bias 2**(7-P), its
+# NaN at the -0 code; unsigned binary8p{P}u{e|f} has 9-P exponent bits, bias
+# 2**(8-P), its NaN at 0xFF; "e" (extended) puts ±inf at the largest
+# magnitude below the NaN.
+for _p in range(1, 9):
+    for _d in "ef":
+        if _p < 8:
+            SPECS[f"binary8p{_p}s{_d}"] = FormatSpec(f"binary8p{_p}s{_d}", 8 - _p, _p - 1,
+                                                     1 << (7 - _p), "fnuz",
+                                                     infinities=_d == "e")
+        SPECS[f"binary8p{_p}u{_d}"] = FormatSpec(f"binary8p{_p}u{_d}", 9 - _p, _p - 1,
+                                                 1 << (8 - _p), "fn", signed=False,
+                                                 infinities=_d == "e")
 
 
 # The numpy / ml_dtypes type implementing each format (a second, external
@@ -221,6 +250,9 @@ DTYPES = {
     "e5m2": ml_dtypes.float8_e5m2,
     "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
     "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "e3m4": ml_dtypes.float8_e3m4,
+    "e4m3ieee": ml_dtypes.float8_e4m3,
+    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz,
 }
 
 

@@ -31,6 +31,10 @@ FORMATS = {
     "e5m2": (fpsim.E5M2, ml_dtypes.float8_e5m2, np.uint8, (5, 2, True)),
     "e4m3fnuz": (fpsim.E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, np.uint8, (4, 3, False)),
     "e5m2fnuz": (fpsim.E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, np.uint8, (5, 2, False)),
+    "e3m4": (fpsim.format("float8_e3m4"), ml_dtypes.float8_e3m4, np.uint8, (3, 4, True)),
+    "e4m3ieee": (fpsim.format("float8_e4m3"), ml_dtypes.float8_e4m3, np.uint8, (4, 3, True)),
+    "e4m3b11fnuz": (fpsim.format("float8_e4m3b11fnuz"), ml_dtypes.float8_e4m3b11fnuz,
+                    np.uint8, (4, 3, False)),
 }
 
 PAIRS = [
@@ -41,6 +45,10 @@ PAIRS = [
     ("e4m3", "fp16"), ("e4m3", "bf16"), ("e4m3", "fp32"),
     ("e5m2", "fp16"), ("e5m2", "bf16"), ("e5m2", "fp32"),
     ("e4m3fnuz", "fp16"), ("e5m2fnuz", "bf16"), ("e4m3", "e5m2"), ("e5m2", "e4m3"),
+    ("fp16", "e3m4"), ("bf16", "e3m4"), ("e3m4", "fp32"), ("e3m4", "e4m3ieee"),
+    ("fp16", "e4m3ieee"), ("bf16", "e4m3ieee"), ("e4m3ieee", "fp32"), ("e4m3ieee", "e4m3"),
+    ("e4m3", "e4m3ieee"), ("fp16", "e4m3b11fnuz"), ("bf16", "e4m3b11fnuz"),
+    ("e4m3b11fnuz", "fp32"), ("e4m3b11fnuz", "e4m3fnuz"), ("e4m3fnuz", "e4m3b11fnuz"),
 ]
 
 

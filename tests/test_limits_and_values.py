@@ -75,6 +75,15 @@ LIMITS = [
            0x7F, None, 0x80, False),
     Limits(E5M2FNUZ, 8, 5, 2, 16, 3, 15, -15, Fraction(57344), p2(-15), p2(-17), p2(-2),
            0x7F, None, 0x80, False),
+    # ml_dtypes' float8_e3m4 and float8_e4m3: IEEE-style (top exponent field
+    # reserved): E3M4 max 1.9375 × 2**(6 - 3) = 15.5, E4M3 1.875 × 2**(14 - 7)
+    # = 240.  float8_e4m3b11fnuz: FNUZ with bias 11, max 1.875 × 2**(15 - 11) = 30.
+    Limits(fpsim.format("float8_e3m4"), 8, 3, 4, 3, 5, 3, -2, Fraction(31, 2), p2(-2),
+           p2(-6), p2(-4), 0x6F, 0x70, 0x78, True),
+    Limits(fpsim.format("float8_e4m3"), 8, 4, 3, 7, 4, 7, -6, Fraction(240), p2(-6), p2(-9),
+           p2(-3), 0x77, 0x78, 0x7C, True),
+    Limits(fpsim.format("float8_e4m3b11fnuz"), 8, 4, 3, 11, 4, 4, -10, Fraction(30), p2(-10),
+           p2(-13), p2(-3), 0x7F, None, 0x80, False),
 ]
 by_limits = pytest.mark.parametrize("lim", LIMITS, ids=[lim.fmt.name for lim in LIMITS])
 
@@ -115,6 +124,9 @@ ML_DTYPES = [
     (FP64, np.float64), (FP32, np.float32), (FP16, np.float16), (BF16, ml_dtypes.bfloat16),
     (E4M3, ml_dtypes.float8_e4m3fn), (E5M2, ml_dtypes.float8_e5m2),
     (E4M3FNUZ, ml_dtypes.float8_e4m3fnuz), (E5M2FNUZ, ml_dtypes.float8_e5m2fnuz),
+    (fpsim.format("e3m4"), ml_dtypes.float8_e3m4),
+    (fpsim.format("e4m3ieee"), ml_dtypes.float8_e4m3),
+    (fpsim.format("e4m3b11fnuz"), ml_dtypes.float8_e4m3b11fnuz),
 ]
 
 
@@ -214,8 +226,11 @@ def test_format_lookup_by_name_and_alias_is_case_insensitive(name, fmt):
 def test_format_of_a_format_is_itself_and_formats_lists_each_once():
     assert fpsim.format(FP16) is FP16
     names = [f.name for f in fpsim.formats()]
+    # and IEEE P3109's eight-bit formats: P 1..7 signed, 1..8 unsigned,
+    # extended and finite (tests/test_p3109_formats.py checks them)
+    p3109 = [f"binary8p{p}{s}{d}" for s in "su" for d in "ef" for p in range(1, 8 + (s == "u"))]
     assert sorted(names) == sorted([lim.fmt.name for lim in LIMITS]
-                                   + [lim[0].name for lim in MX_LIMITS])
+                                   + [lim[0].name for lim in MX_LIMITS] + p3109)
     widths = [f.width for f in fpsim.formats()]
     assert widths == sorted(widths, reverse=True)  # widest first
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fpsim
-from fpsim.quant import INT8, error_report, quantize
+from fpsim.quant import MXINT8, error_report, quantize
 
 NP_TYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 ELEMENTS = {"e4m3": (ml_dtypes.float8_e4m3fn, 448.0), "e5m2": (ml_dtypes.float8_e5m2, 57344.0),
@@ -48,10 +48,10 @@ def oracle(x, element, scaling="tensor", scale_format="fp32", rule="amax/max", a
            eps=None):
     """The recipe in numpy: every step one IEEE operation in the scale
     format's numpy type; the final cast clips to ±max (saturation) and casts
-    with ml_dtypes (round to nearest even), or rounds to 1/64 for INT8."""
+    with ml_dtypes (round to nearest even), or rounds to an integer for INT8."""
     t = NP_TYPES[scale_format]
     amax = group_amax(x, scaling, axis).astype(t)
-    emax = t(448.0 if element == "e4m3" else 127 / 64 if element == "int8"
+    emax = t(448.0 if element == "e4m3" else 127 if element == "int8"
              else ELEMENTS[element][1])
     with np.errstate(all="ignore"):
         if rule == "amax/max":
@@ -66,7 +66,7 @@ def oracle(x, element, scaling="tensor", scale_format="fp32", rule="amax/max", a
             mult = scale
         y = x.astype(t) * expand(mult, x.shape, scaling, axis).astype(t)
         if element == "int8":
-            k = np.rint(np.clip(y.astype(np.float64), -4, 4) * 64)
+            k = np.rint(np.clip(y.astype(np.float64), -256, 256))
             return np.clip(k, -128, 127).astype(np.int8), scale
         dtype, top = ELEMENTS[element]
         q = np.clip(y.astype(np.float64), -top, top).astype(np.float32).astype(dtype)
@@ -203,16 +203,16 @@ def test_stochastic_rounding_picks_a_neighbour_reproducibly():
     assert (got != quantize(x, "e4m3").data.astype(np.float64)).any()  # some rounded the other way
 
 
-def test_int8_cast_is_twos_complement_and_saturates():
-    """INT8 elements: multiples of 2**-6 from -2 (code -128) to 127/64;
+def test_mxint8_cast_is_twos_complement_and_saturates():
+    """MXINT8 elements: multiples of 2**-6 from -2 (code -128) to 127/64;
     values beyond saturate.  (Scaled by amax, |x × multiplier| never passes
     127/64, so quantize() itself never reaches -128.)"""
     from fpsim.quant._elements import cast
     y = np.float32([-3.0, -2.0, -1.995, -1.99, 0.5 / 64, 1.5 / 64, 1.984375, 1.99, 5.0])
-    got = cast(y.view(np.uint32), fpsim.FP32, INT8, fpsim.Context())
+    got = cast(y.view(np.uint32), fpsim.FP32, MXINT8, fpsim.Context())
     assert got.dtype == np.int8
     assert got.tolist() == [-128, -128, -128, -127, 0, 2, 127, 127, 127]
-    assert INT8.min == -2 and INT8.max == Fraction(127, 64) and INT8.emax == 0
+    assert MXINT8.min == -2 and MXINT8.max == Fraction(127, 64) and MXINT8.emax == 0
 
 
 # -- the error report ------------------------------------------------------------------------

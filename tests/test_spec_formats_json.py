@@ -41,6 +41,7 @@ def problems_against_code(doc) -> list[str]:
         params = {"width": f.width, "sign_bits": int(f.signed), "exponent_bits": f.exponent_bits,
                   "mantissa_bits": f.mantissa_bits, "bias": f.bias,
                   "specials": f.specials.value, "subnormals": f.subnormals,
+                  "infinities": f.infinities, "code_parity": f.code_parity,
                   "aliases": list(f.aliases)}
         found += [f"{name}.{k}: spec {d[k]!r}, code {v!r}" for k, v in params.items()
                   if d[k] != v]
@@ -95,7 +96,8 @@ def test_a_missing_format_or_a_wrong_limit_is_found():
 @pytest.mark.parametrize("d", DOC["formats"], ids=lambda d: d["name"])
 def test_limits_and_codes_follow_from_the_parameters(d):
     spec = FormatSpec(d["name"], d["exponent_bits"], d["mantissa_bits"], d["bias"],
-                      d["specials"], signed=bool(d["sign_bits"]), subnormals=d["subnormals"])
+                      d["specials"], signed=bool(d["sign_bits"]), subnormals=d["subnormals"],
+                      infinities=d["infinities"] and d["specials"] != "ieee")
     lim, codes = d["limits"], d["codes"]
     assert d["width"] == spec.width
     assert Fraction(lim["max"]) == spec.max
@@ -115,7 +117,7 @@ def test_limits_and_codes_follow_from_the_parameters(d):
         if codes[key] is not None:
             assert spec.decode(int(codes[key], 16)) == ("finite", sign, 0)
     for key, sign in (("positive_infinity", 0), ("negative_infinity", 1)):
-        assert (codes[key] is not None) == spec.has_inf
+        assert (codes[key] is not None) == (spec.has_inf and (spec.signed or not sign))
         if codes[key] is not None:
             assert spec.decode(int(codes[key], 16))[:2] == ("inf", sign)
     assert (codes["default_nan"] is not None) == spec.has_nan

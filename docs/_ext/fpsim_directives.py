@@ -105,6 +105,8 @@ def _namespace() -> dict[str, Any]:
 
 def _specials(f: fpsim.Format) -> str:
     text = f.specials.value
+    if f.infinities and f.specials.value != "ieee":  # P3109's extended domain
+        text += " +inf"
     if not f.subnormals:
         text += ", no subnormals"
     return text

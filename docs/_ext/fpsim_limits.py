@@ -170,6 +170,8 @@ def decades(fmt: fpsim.Format, subnormals: bool) -> float:
 
 def _specials(f: fpsim.Format) -> str:
     text = f.specials.value
+    if f.infinities and f.specials.value != "ieee":  # P3109's extended domain
+        text += " +inf"
     if not f.subnormals:
         text += ", no subnormals"
     if not f.signed:
@@ -225,7 +227,8 @@ def _columns(argument: str) -> list[str]:
 
 # -- the plots --------------------------------------------------------------------------
 
-SMALL = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3", "e2m1")
+SMALL = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e4m3ieee", "e3m4", "e4m3b11fnuz",
+         "binary8p3se", "binary8p4se", "binary8p5se", "e3m2", "e2m3", "e2m1")
 SPACING = ("fp32", "tf32", "bf16", "fp16", "e5m2", "e4m3")
 
 

@@ -46,7 +46,8 @@ def value_dtype(fmt: Format) -> np.dtype | None:
              "e5m2": ml_dtypes.float8_e5m2, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
              "e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "e3m2": ml_dtypes.float6_e3m2fn,
              "e2m3": ml_dtypes.float6_e2m3fn, "e2m1": ml_dtypes.float4_e2m1fn,
-             "e8m0": ml_dtypes.float8_e8m0fnu}
+             "e8m0": ml_dtypes.float8_e8m0fnu, "e3m4": ml_dtypes.float8_e3m4,
+             "e4m3ieee": ml_dtypes.float8_e4m3, "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz}
     dt = names.get(fmt.name)
     if dt is None or _lookup(fmt.name) != fmt:
         return None
@@ -55,7 +56,8 @@ def value_dtype(fmt: Format) -> np.dtype | None:
 
 VALUE_DTYPE_NAMES = ("float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2",
                      "float8_e4m3fnuz", "float8_e5m2fnuz", "float6_e3m2fn", "float6_e2m3fn",
-                     "float4_e2m1fn", "float8_e8m0fnu")
+                     "float4_e2m1fn", "float8_e8m0fnu", "float8_e3m4", "float8_e4m3",
+                     "float8_e4m3b11fnuz")
 
 
 def format_of_dtype(dtype: np.dtype) -> Format | None:

@@ -71,7 +71,8 @@ def specials(fmt: Format, codes: np.ndarray, mag: np.ndarray) -> tuple[np.ndarra
     dt = codes.dtype.type
     if fmt.specials is Specials.IEEE:
         return mag > dt(fmt.inf_code), mag == dt(fmt.inf_code)
-    no_inf = np.zeros(codes.shape, bool)
+    # (P3109's extended formats: the largest magnitude below the NaN is inf)
+    no_inf = mag == dt(fmt.inf_code) if fmt.has_inf else np.zeros(codes.shape, bool)
     if fmt.specials is Specials.FN:
         return mag == dt(fmt.magnitude_mask), no_inf
     if fmt.specials is Specials.FNUZ:
@@ -117,9 +118,10 @@ def bit_length(x: np.ndarray) -> np.ndarray:
 
 def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndarray,
               sticky: np.ndarray | None, mode: Rounding, rand: np.ndarray | None,
-              sr_bits: int) -> tuple[np.ndarray, np.ndarray]:
+              sr_bits: int, parity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Vectorized :func:`fpsim.rounding.quantize`: the multiple of ``2**q``
-    (as int64) and whether it is inexact."""
+    (as int64) and whether it is inexact.  ``parity`` (0 or 1 per lane, or
+    None for 0) offsets the parity that ties to even and round to odd read."""
     shift = q - exp
     if shift.size and shift.min() > 0 and shift.max() < 64:
         # The common case (every shift drops bits and keeps some): no clamps.
@@ -146,8 +148,9 @@ def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndar
         above |= at_half & sticky
         at_half &= ~sticky
     tie = at_half & inexact
+    odd = kept & U64(1) if parity is None else (kept + parity.astype(U64)) & U64(1)
     if mode is Rounding.RNE:
-        up = above | (tie & ((kept & U64(1)) == 1))
+        up = above | (tie & (odd == 1))
     elif mode is Rounding.RNA:
         up = above | tie
     elif mode is Rounding.RTZ:
@@ -157,8 +160,7 @@ def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndar
     elif mode is Rounding.RDN:
         up = negative.copy()
     elif mode is Rounding.RTO:
-        kept = np.where(inexact, kept | U64(1), kept)
-        up = np.zeros(sig.shape, bool)
+        up = odd == 0
     else:  # stochastic: up iff floor(frac × 2**R) + r >= 2**R
         assert rand is not None
         r = sr_bits
@@ -179,13 +181,15 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Vectorized :func:`fpsim.rounding.round_exact` for nonzero ``sig``:
     ``(codes as uint64, flags as uint8)``."""
-    _, m, qmin, base, max_code, sign_bit, (emin, subnormals, negative_zero) = fmt._kernel
+    _, m, _, base, max_code, sign_bit, general = fmt._kernel
+    emin, subnormals, negative_zero, qmin, parity_base = general
     offset = base - (qmin << m)  # codes as (q - qmin) << m + kept - offset: no negative lanes
     e = exp + bit_length(sig) - 1
     low = e < emin
     any_low = bool(low.any())  # otherwise nothing is tiny: the steps below are skipped
     q = np.where(low, qmin, e - m) if subnormals and any_low else e - m
-    kept, inexact = _quantize(sig, exp, q, negative, sticky, mode, rand, sr_bits)
+    parity = None if parity_base is None else (q - parity_base) & 1
+    kept, inexact = _quantize(sig, exp, q, negative, sticky, mode, rand, sr_bits, parity)
     code = ((q - qmin) << m) + kept - offset
     flags = np.where(inexact, INEXACT, 0).astype(U8)
 

@@ -27,7 +27,9 @@ def _row(f: Format) -> dict[str, Any]:
         "exponent_bits": f.exponent_bits,
         "mantissa_bits": f.mantissa_bits,
         "bias": f.bias,
-        "specials": f.specials.value,
+        # (a P3109 extended format: its single NaN and infinities)
+        "specials": f.specials.value + ("+inf" if f.infinities and f.specials.value != "ieee"
+                                         else ""),
         "subnormals": f.subnormals,
         "precision": f.precision,
         "emax": f.emax,

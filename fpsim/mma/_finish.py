@@ -17,6 +17,7 @@ What the unit adds to the kernel's IEEE rules, and why it is done here:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -35,8 +36,8 @@ def narrow_format(out: Format, result_bits: int | None) -> Format:
     ``result_bits`` fraction bits (unregistered: an internal step)."""
     if result_bits is None or result_bits == out.mantissa_bits:
         return out
-    return Format(f"{out.name}_m{result_bits}", out.exponent_bits, result_bits, out.bias,
-                  out.specials, out.subnormals, out.signed)
+    return dataclasses.replace(out, name=f"{out.name}_m{result_bits}",
+                               mantissa_bits=result_bits, aliases=())
 
 
 def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int | None,

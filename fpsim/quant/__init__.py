@@ -1,7 +1,8 @@
 """Quantization: scaling recipes simulated step by step, each step rounded
 in its declared format (:func:`quantize`), and the element formats they use
-(the floating-point formats of :mod:`fpsim.formats`, and OCP MX's
-:data:`INT8`).
+(the floating-point formats of :mod:`fpsim.formats`, the two's complement
+integers ``INT8``, ``INT4``, ``INT2``, ``INT1``, and OCP
+MX's ``MXINT8``).
 
 >>> import numpy as np
 >>> from fpsim import quant
@@ -11,10 +12,26 @@ in its declared format (:func:`quantize`), and the element formats they use
 """
 
 from ._delayed import DelayedScaling
-from ._elements import INT8, IntFormat
+from ._elements import (
+    INT1,
+    INT2,
+    INT2_SYM,
+    INT4,
+    INT4_SYM,
+    INT8,
+    INT8_SYM,
+    INT_FORMATS,
+    MXINT8,
+    MXINT8_SYM,
+    IntFormat,
+)
 from ._loss_scaling import LossScaler, ScaleSweep, StepRecord, scale_sweep
+from ._mx import SCALE_ROUNDINGS
 from ._quantize import Quantized, Recipe, quantize
 from ._report import QuantReport, error_report
+from ._table import scale_table
 
 __all__ = ["quantize", "Quantized", "Recipe", "error_report", "QuantReport", "DelayedScaling",
-           "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "INT8", "IntFormat"]
+           "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "IntFormat", "INT8", "INT4",
+           "INT2", "INT1", "MXINT8", "INT8_SYM", "INT4_SYM", "INT2_SYM", "MXINT8_SYM",
+           "INT_FORMATS", "SCALE_ROUNDINGS", "scale_table"]

@@ -1,25 +1,41 @@
 """OCP Microscaling (MX) v1.0 block quantization: blocks of 32 consecutive
-elements along one axis share a power-of-two scale stored as E8M0.
+elements along one axis share a power-of-two scale ``X = 2**k`` stored as
+E8M0 (code ``k + 127``; 0xFF is NaN).
 
-For a block with largest magnitude ``amax`` and an element format whose
-largest binade has exponent ``emax_elem`` (E4M3 8, E5M2 15, E3M2 4, E2M3 2,
-E2M1 2, INT8 0):
+For a block with largest magnitude ``amax`` (exact) and an element format
+whose largest binade has exponent ``emax`` (E4M3 8, E5M2 15, E3M2 4, E2M3 2,
+E2M1 2, MXINT8 0) and whose largest value is ``max``, ``scale_rounding=``
+picks ``k`` (``e = floor(log2(amax))``):
 
-* the shared exponent is ``floor(log2(amax)) - emax_elem`` (the spec's rule,
-  ``mx_scale="floor"``), or the smallest ``k`` with ``amax / 2**k`` at most
-  the element format's max (``mx_scale="ceil"``, the round-up variant some
-  hardware uses, which never saturates), clamped to E8M0's range
-  [-127, 127]; an all-zero block takes -127 (as gfloat does); a block
-  holding a NaN has the NaN scale (E8M0 0xFF);
-* each element is ``V / 2**k`` (exact: a power of two) rounded into the
-  element format with ``rounding`` and ``saturate`` (on by default: with
-  the floor rule a block's largest elements can exceed the element max,
-  e.g. 1.9 × 2**8 > 448 for E4M3, and are clamped to it).
+* ``"floor"`` (the default; OCP MX v1.0 §6.3, torchao FLOOR, gfloat's
+  ``compute_scale_amax``): ``k = e - emax``.  The block's largest elements
+  can exceed ``max`` (by up to a factor 2 - 2**-m) and saturate.
+* ``"ceil"`` (torchao CEIL): ``k = ceil(log2(amax)) - emax``.
+* ``"even"`` (torchao EVEN): ``k = floor(log2(RNA_m(amax))) - emax``, where
+  ``RNA_m`` rounds to the element's ``m`` fraction bits (E4M3 3, E5M2 2,
+  E3M2 2, E2M3 3, E2M1 1, MXINT8 6), ties away from zero: ``e + 1`` when
+  ``amax / 2**e >= 2 - 2**-(m + 1)``, else ``e``.
+* ``"rceil"`` (torchao RCEIL; NVIDIA's ``cvt.rp.ue8m0x2.f32``, cuDNN's
+  ``quantize_round_up(amax / max)``): in FP32, round to nearest even,
+  ``d = fp32(amax) × fp32(1 / max)``; ``k = ceil(log2(d))`` (E8M0 rounding
+  up: ``d <= 2**-127`` gives -127, an infinite or NaN ``d`` the NaN scale).
+* ``"rceil_exact"``: ``k = ceil(log2(amax / max))`` exactly, the smallest
+  power of two that brings amax within ``max`` (never saturates; what
+  ``mx_scale="ceil"`` computed before ``scale_rounding=`` existed).
 
-There is no rounding in the scale computation: it is exact, whatever the
-input format.  An infinite element gives the largest exponent (127) and
-saturates to the element max, as gfloat does; NaN elements give NaN codes
-where the element format has them, and an error otherwise.
+Then, every rule: ``k`` is clamped to E8M0's range [-127, 127]; an all-zero
+block takes -127 (as gfloat and torchao do); a block holding a NaN has the
+NaN scale; a block holding an infinity takes 127 (``"floor"``, ``"ceil"``,
+``"even"``, ``"rceil_exact"``, as gfloat does) or the NaN scale
+(``"rceil"``, whose FP32 ``d`` is infinite).  Each element is ``V / 2**k``
+(exact: a power of two) rounded into the element format with ``rounding``
+and ``saturate`` (on by default).  NaN elements give NaN codes where the
+element format has them, and an error otherwise.
+
+Integer elements: MXINT8 (``"int8"`` or ``"mxint8"`` here) is OCP MX's
+INT8, 8-bit two's complement with an implicit scale of 2**-6 (values -2 to
+1 63/64); ``"mxint8_sym"`` leaves -2 unused, as the spec allows (§5.3.4).
+The spec defines no other integer MX element.
 """
 
 from __future__ import annotations
@@ -30,10 +46,10 @@ import numpy as np
 
 from .. import array
 from ..context import Context
-from ..formats import E8M0, FP64
+from ..formats import E8M0, FP32, FP64
 from ..formats import format as _lookup
 from ..ops.operands import Operand
-from ._elements import ElementFormat
+from ._elements import MXINT8, MXINT8_SYM, ElementFormat, IntFormat
 from ._quantize import (
     Quantized,
     Recipe,
@@ -44,11 +60,38 @@ from ._quantize import (
     mode_name,
 )
 
-MX_SCALES = ("floor", "ceil")
+SCALE_ROUNDINGS = ("floor", "ceil", "even", "rceil", "rceil_exact")
+_MX_ELEMENTS = ("e4m3, e5m2 (MXFP8), e3m2, e2m3 (MXFP6), e2m1 (MXFP4), int8 or mxint8 (MXINT8, "
+                "mxint8_sym without -2), or another floating-point format")
+
+
+def check_scale_rounding(rule: Any) -> str:
+    """``scale_rounding=``, checked: one of :data:`SCALE_ROUNDINGS`."""
+    if not isinstance(rule, str) or rule not in SCALE_ROUNDINGS:
+        raise ValueError(
+            f"quantize(): scale_rounding={rule!r}; accepted 'floor' (OCP MX v1.0 and torchao "
+            "FLOOR: 2**(floor(log2(amax)) - emax), the default), 'ceil' (torchao CEIL: "
+            "2**(ceil(log2(amax)) - emax)), 'even' (torchao EVEN: amax rounded to the "
+            "element's precision, ties away, then floor), 'rceil' (torchao RCEIL, NVIDIA "
+            "cvt.rp.ue8m0: amax × (1 / max) in FP32, rounded up to a power of two) or "
+            "'rceil_exact' (the exact amax / max rounded up to a power of two)")
+    return rule
+
+
+def mx_element(elem: ElementFormat) -> ElementFormat:
+    """The element of an MX block: 8-bit integers are OCP MX's INT8
+    (implicit scale 2**-6, symmetric or not as given); other integer widths
+    are refused."""
+    if isinstance(elem, IntFormat):
+        if elem.bits == 8:
+            return MXINT8_SYM if elem.symmetric else MXINT8
+        raise ValueError(f"quantize(): {elem.name} is not an OCP MX element (the spec defines "
+                         f"INT8 alone among integers); accepted {_MX_ELEMENTS}")
+    return elem
 
 
 def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_format: Any,
-                axis: Any, block_size: Any, mx_scale: str, rounding: Any, saturate: bool,
+                axis: Any, block_size: Any, scale_rounding: str, rounding: Any, saturate: bool,
                 rng: Any, eps: Any, scale_rule: str) -> Quantized:
     if scale_format is not None and _lookup(scale_format) != E8M0:
         raise ValueError(f"quantize(): MX scales are E8M0; scale_format={scale_format!r} "
@@ -56,21 +99,18 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     if eps is not None or scale_rule != "amax/max":
         raise ValueError("quantize(): eps= and scale_rule= do not apply to MX scaling (its "
                          "power-of-two scale is computed exactly)")
-    if mx_scale not in MX_SCALES:
-        raise ValueError(f"quantize(): mx_scale={mx_scale!r}; accepted 'floor' (OCP MX: "
-                         "floor(log2(amax)) - emax) or 'ceil' (the smallest power of two that "
-                         "brings amax within the element max)")
+    check_scale_rounding(scale_rounding)
+    elem = mx_element(elem)
     shape = source.codes.shape
     axis, block_size = _axis_and_block(shape, axis, block_size, "MX", 32)
     groups = _Groups("mx", shape, axis=axis, size=block_size)
     recipe = Recipe("mx", E8M0, axis=axis, rounding=mode_name(rounding),
-                    saturate=bool(saturate), block_size=block_size, mx_scale=mx_scale)
+                    saturate=bool(saturate), block_size=block_size, scale_rounding=scale_rounding)
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
         amax = groups.reduce(np.abs(values))
-    k = _shared_exponent(amax, elem, mx_scale)
-    nan = np.isnan(amax)
+    k, nan = shared_exponent(amax, elem, scale_rounding, ctx)
     scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
     exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
     scaled = np.ldexp(values, -exponent)  # exact: a power of two, within float64's range
@@ -81,17 +121,51 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
                      recipe, saturated, groups)
 
 
-def _shared_exponent(amax: np.ndarray, elem: ElementFormat, rule: str) -> np.ndarray:
-    """The block exponents k (int64) of the rule, before E8M0's clamp; an
-    all-zero block gets -127, a NaN block 0 (its scale is NaN anyway)."""
-    a = np.where(np.isnan(amax), 1.0, amax)
+def shared_exponent(amax: np.ndarray, elem: ElementFormat, rule: str, ctx: Context
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The block exponents ``k`` (int64, before E8M0's clamp) of the rule
+    for each block's exact amax (float64), and which blocks have the NaN
+    scale.  An all-zero block gets -127; a NaN block 0 (its scale is NaN)."""
+    nan = np.isnan(amax)
+    a = np.where(nan, 1.0, amax)
     zero = a == 0
     inf = np.isinf(a)
     a = np.where(zero | inf, 1.0, a)
-    k = np.frexp(a)[1].astype(np.int64) - 1 - elem.emax  # exact floor(log2(a))
-    if rule == "ceil":
-        # amax / 2**k lies in [2**emax, 2**(emax + 1)), as does the max: one
+    mant, e = np.frexp(a)
+    e = e.astype(np.int64) - 1               # floor(log2(a)), exactly
+    mant = mant * 2.0                        # a / 2**e, in [1, 2), exactly
+    if rule == "floor":
+        k = e - elem.emax
+    elif rule == "ceil":
+        k = e + (mant > 1.0) - elem.emax
+    elif rule == "even":
+        # a rounded to m fraction bits, ties away, reaches 2**(e + 1) iff its
+        # significand is at least 2 - 2**-(m + 1) (exact in float64)
+        k = e + (mant >= 2.0 - 2.0 ** -(elem.mantissa_bits + 1)) - elem.emax
+    elif rule == "rceil_exact":
+        # a / 2**k lies in [2**emax, 2**(emax + 1)), as does the max: one
         # more power of two where it exceeds the max (the comparison is exact)
+        k = e - elem.emax
         k = k + (np.ldexp(a, -k) > float(elem.max))
+    else:
+        return _rceil(amax, elem, ctx)
     k = np.where(zero, -127, k)
-    return np.where(inf, 127, k)
+    return np.where(inf, 127, k), nan
+
+
+def _rceil(amax: np.ndarray, elem: ElementFormat, ctx: Context
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """torchao RCEIL / NVIDIA: ``d = fp32(amax) × fp32(1 / max)``, each step
+    rounded to nearest even in FP32 (no ftz, whatever the context; flags to
+    it), then E8M0 rounding up; ``d = 0`` gives -127, a NaN or infinite
+    ``d`` (and one above 2**127) the NaN scale."""
+    rne = {"rounding": "rne", "ftz": False, "daz": False, "saturate": False}
+    amax32 = array.encode(amax, FP32, ctx, **rne)
+    one = array.encode(np.ones(amax.shape), FP32, ctx, **rne)
+    top = array.encode(np.full(amax.shape, float(elem.max)), FP32, ctx, **rne)
+    d = array.mul(amax32, array.div(one, top, ctx, fmt=FP32, **rne), ctx, fmt=FP32, **rne)
+    zero = array.decode(d, FP32) == 0
+    d = np.where(zero, np.uint32(0x3F800000), d).astype(np.uint32)   # 1.0: no flags
+    codes = array.convert(d, FP32, E8M0, ctx, **{**rne, "rounding": "rup"}).astype(np.int64)
+    k = np.where(zero, -127, codes - 127)
+    return k, codes == 0xFF

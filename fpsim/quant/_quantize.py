@@ -60,7 +60,7 @@ class Recipe:
     rounding: str = "rne"
     saturate: bool = True
     block_size: int | None = None
-    mx_scale: str | None = None
+    scale_rounding: str | None = None
 
     def describe(self) -> str:
         """The recipe in words.
@@ -71,7 +71,8 @@ class Recipe:
         groups = {"tensor": "one scale for the tensor",
                   "channel": f"one scale per index of axis {self.axis}",
                   "block": f"one scale per {self.block} tile of the last two axes",
-                  "mx": f"one E8M0 scale per {self.block_size} elements along axis {self.axis}",
+                  "mx": f"one E8M0 scale per {self.block_size} elements along axis {self.axis} "
+                        f"(scale_rounding={self.scale_rounding!r})",
                   "nvfp4": f"one E4M3 scale per {self.block_size} elements along axis "
                            f"{self.axis} and an FP32 tensor scale"}[self.scaling]
         return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
@@ -145,8 +146,9 @@ def _codes(data: np.ndarray, fmt: ElementFormat) -> np.ndarray:
 def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context | None = None,
              *, fmt: Format | str | None = None, scale_format: Format | str | None = None,
              scale_rule: str = "amax/max", eps: float | None = None, axis: int | None = None,
-             block_size: int | None = None, mx_scale: str = "floor", rounding: str = "rne",
-             saturate: bool = True, rng: Any = None) -> Quantized:
+             block_size: int | None = None, scale_rounding: str | None = None,
+             rounding: str = "rne", saturate: bool = True, rng: Any = None,
+             mx_scale: str | None = None) -> Quantized:
     """Quantize ``x`` (values of a float dtype, or codes with ``fmt=``) into
     ``element_format`` with one scale per group, every step rounded in its
     declared format (see the module's docstring for the steps).
@@ -156,9 +158,12 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     ``("block", (bh, bw))`` (one per ``bh × bw`` tile of the last two axes;
     their lengths must be multiples of the tile's: pad first), or ``"mx"``
     (OCP MX v1.0: blocks of ``block_size`` (default 32) consecutive elements along
-    ``axis``, default the last, each with an E8M0 scale; ``mx_scale`` picks
-    the spec's floor rule or the round-up variant; see
-    ``fpsim/quant/_mx.py``), or ``"nvfp4"`` (E2M1 elements, blocks of
+    ``axis``, default the last, each with an E8M0 scale; ``scale_rounding``
+    picks how the scale's exponent is rounded: ``"floor"`` (the spec's
+    rule, the default), ``"ceil"``, ``"even"``, ``"rceil"`` (torchao's
+    rules of those names) or ``"rceil_exact"``; see ``fpsim/quant/_mx.py``;
+    ``mx_scale=`` is its older name, whose ``"ceil"`` is
+    ``"rceil_exact"``), or ``"nvfp4"`` (E2M1 elements, blocks of
     ``block_size`` (default 16) with E4M3 scales and an FP32 tensor scale; see
     ``fpsim/quant/_nvfp4.py``).  ``scale_format`` (FP32 by default; E8M0,
     and only E8M0, for ``"mx"``) is the format of amax, the scale, its
@@ -189,11 +194,12 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
         ctx = getcontext()
     elif not isinstance(ctx, Context):
         raise TypeError(f"quantize(): ctx must be an fpsim.Context, got {type(ctx).__name__}")
+    rule = _scale_rounding(scaling, scale_rounding, mx_scale)
     if scaling == "mx":
         from ._mx import quantize_mx
 
         return quantize_mx(source, elem, ctx, scale_format=scale_format, axis=axis,
-                           block_size=block_size, mx_scale=mx_scale, rounding=rounding,
+                           block_size=block_size, scale_rounding=rule, rounding=rounding,
                            saturate=saturate, rng=rng, eps=eps, scale_rule=scale_rule)
     if scaling == "nvfp4":
         from ._nvfp4 import quantize_nvfp4
@@ -228,6 +234,30 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                                      rounding, saturate, rng)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
                      sfmt, recipe, saturated, groups)
+
+
+def _scale_rounding(scaling: Any, scale_rounding: Any, mx_scale: Any) -> str:
+    """The E8M0 rounding rule of an MX call (``mx_scale=`` is its older
+    name, ``"ceil"`` there being ``"rceil_exact"``); refused elsewhere."""
+    from ._mx import check_scale_rounding
+
+    if mx_scale is not None:
+        if scale_rounding is not None:
+            raise ValueError("quantize(): give scale_rounding= or its older name mx_scale=, "
+                             "not both")
+        if mx_scale not in ("floor", "ceil"):
+            raise ValueError(f"quantize(): mx_scale={mx_scale!r}; accepted 'floor' or 'ceil' "
+                             "(scale_rounding= accepts more rules)")
+        scale_rounding = {"floor": "floor", "ceil": "rceil_exact"}[mx_scale]
+    if scale_rounding is None:
+        return "floor"
+    rule = check_scale_rounding(scale_rounding)
+    if scaling != "mx":
+        what = ("NVFP4's block scales are E4M3, rounded to nearest even"
+                if scaling == "nvfp4" else "this scaling's scale is computed in scale_format")
+        raise ValueError(f"quantize(): scale_rounding={rule!r} rounds E8M0 scales "
+                         f"(scaling='mx'); {what}: drop it")
+    return rule
 
 
 def check_eps(eps: Any) -> None:
@@ -323,6 +353,11 @@ def element(op: str, fmt: Any) -> ElementFormat:
         raise ValueError(f"{op}: element_format={fmt!r} is not a format: {e}") from None
     if isinstance(elem, Format):
         _check_usable("element_format", elem)
+    elif elem.max <= 0:
+        raise ValueError(f"{op}: element_format={elem.name} holds -1 and 0 alone: its largest "
+                         "value is 0, so no scale maps a group's amax onto it; accepted a "
+                         "floating-point format, int8, int4, int2 (and their _sym variants) "
+                         "or mxint8")
     return elem
 
 
@@ -338,7 +373,8 @@ def _check_usable(name: str, fmt: Format) -> None:
     if not (fmt.signed and fmt.has_zero):
         raise ValueError(f"quantize(): {name}={fmt.name} has no sign or no zero, so it cannot "
                          "hold every element or scale (E8M0 is the MX scale: use "
-                         "scaling='mx'); accepted a signed format with a zero, or 'int8'")
+                         "scaling='mx'); accepted a signed format with a zero, or an integer "
+                         "element: int8, int4, int2, mxint8 (and their _sym variants)")
     if fmt.width > 32:
         raise ValueError(f"quantize(): {name}={fmt.name} is {fmt.width} bits; the array engine "
                          "computes in formats of at most 32 bits")
