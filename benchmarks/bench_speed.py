@@ -206,13 +206,15 @@ def main() -> None:
 
     # Both cores: the same call with workers=1 as the reference (a ratio
     # below 1 is the speed-up of the default, which uses every CPU).
-    header(f"threads: default workers ({_threads.available_cpus()} CPUs) against workers=1")
+    header(f"threads: default ({_threads.available_cpus()} CPUs; row-wise ops: workers=2) "
+           "vs workers=1")
     x16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
     y16 = (rng.standard_normal(args.n) * 100).astype(np.float16)
     for label, call in ((f"matmul fp16 {big}^3", lambda w: ops.matmul(ga, gb, out="fp32",
                                                                      workers=w)),
-                        (f"softmax {args.rows}^2", lambda w: ops.softmax(x, workers=w)),
-                        (f"layer_norm {args.rows}^2", lambda w: ops.layer_norm(x, workers=w)),
+                        (f"softmax {args.rows}^2", lambda w: ops.softmax(x, workers=w or 2)),
+                        (f"layer_norm {args.rows}^2",
+                         lambda w: ops.layer_norm(x, workers=w or 2)),
                         (f"add fp16, {args.n:,}", lambda w: array.add(x16, y16, workers=w)),
                         (f"float32 -> bf16, {args.n:,}", lambda w: array.encode(
                             x32, "bf16", workers=w))):

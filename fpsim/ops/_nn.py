@@ -136,7 +136,7 @@ class _Call:
         whose codes in C are ``call.x``.
 
         With the fast FP32 steps, a large input runs :data:`ROW_BLOCK`
-        elements of whole rows at a time, on up to ``workers`` threads
+        elements of whole rows at a time, on ``workers`` threads if given
         (:mod:`fpsim._threads`): every intermediate then stays in the cache
         and in memory the process already holds, where arrays as large as the
         input would be fresh pages on every call (page faults cost more here
@@ -160,7 +160,9 @@ class _Call:
             out[start:start + step] = part.to_out(body(part))
             return part.steps.flagged._flags[0]
 
-        threads = _threads.thread_count(self.workers, codes.size, len(starts))
+        # workers=None runs one thread here: a block is many short numpy
+        # calls, and two threads measured no faster (docs/array.rst)
+        threads = _threads.thread_count(self.workers or 1, codes.size, len(starts))
         raised = 0
         for flags in _threads.run_pieces(block, starts, threads):
             raised |= flags
@@ -220,8 +222,9 @@ _NUMERICS = """
     :mod:`fpsim.ops`), and the settings of :mod:`fpsim.array` (``ctx=``,
     ``rounding=``, ``ftz=``, ``daz=``, ``saturate=``, ``rng=``...).  Input:
     values of a float dtype or codes with ``fmt=``.  ``workers=``: the
-    threads a large call may use (None: every CPU from about a million
-    elements; 1: this thread alone); the bits and flags never depend on it."""
+    threads a large call may run its blocks of rows on (None or 1: this
+    thread alone, as measured fastest on two cores); the bits and flags
+    never depend on it."""
 
 
 def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
