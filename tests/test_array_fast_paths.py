@@ -534,3 +534,65 @@ def test_bit_path_needs_ieee_float32_arithmetic(monkeypatch):
     monkeypatch.setattr(_native, "float32_adds_are_ieee", lambda: False)
     got = array.add(a, b, fmt=BF16, rounding="rup", return_flags=True)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+# -- 16-bit results below the normal range by bits (round_fp32_bits) -------------------------
+
+def _tiny_product_operands(fmt, n, seed_):
+    """Pairs of codes whose products land below ``fmt``'s smallest normal:
+    random small magnitudes, exact subnormal multiples, ties of the
+    subnormal grid and products just under the smallest normal."""
+    rng = np.random.default_rng(seed_)
+    m, emin = fmt.mantissa_bits, fmt.emin
+    # exponent fields so that the exponents add up below emin (and around it)
+    low = fmt.bias + emin // 2 - m - 3
+    e1 = rng.integers(max(low, 0), fmt.bias + emin // 2 + 2, n)
+    e2 = rng.integers(max(low, 0), fmt.bias + emin // 2 + 2, n)
+    f1 = rng.integers(0, 1 << m, n)
+    f2 = rng.integers(0, 1 << m, n)
+    s1 = rng.integers(0, 2, n) * fmt.sign_bit
+    s2 = rng.integers(0, 2, n) * fmt.sign_bit
+    a = s1 | (np.clip(e1, 0, None) << m) | f1
+    b = s2 | (np.clip(e2, 0, None) << m) | f2
+    # ties: a power of two (a subnormal) times 1.5 (a half unit of the grid)
+    one_half = (fmt.bias << m) | (1 << (m - 1))
+    pow2 = np.arange(1, 1 << m, dtype=np.int64)
+    a = np.concatenate([a, pow2, pow2 | fmt.sign_bit])
+    b = np.concatenate([b, np.full(pow2.size, one_half), np.full(pow2.size, one_half)])
+    return a.astype(np.int64), b.astype(np.int64)
+
+
+@pytest.mark.parametrize("tininess", ["after", "before"])
+@pytest.mark.parametrize("mode", ["rne", "rna", "rtz", "rup", "rdn", "rto"])
+@pytest.mark.parametrize("fmt", [fpsim.FP16, fpsim.BF16], ids=["fp16", "bf16"])
+def test_16_bit_products_below_the_normal_range(fmt, mode, tininess):
+    """FP16's products are exact in float32 and round into FP16's subnormals
+    by bits (round_fp32_bits) or, in a chunk made mostly of them, through the
+    proxy table; BF16's tiny products go to the integer path: each way, code
+    for code and flag for flag the scalar model's."""
+    from test_array_arith import check
+
+    a, b = _tiny_product_operands(fmt, 20000, 11)
+    # chunks under 4,096 lanes round their tiny lanes by bits; larger chunks
+    # made mostly of them take the proxy table
+    for chunk_size in (2048, 1 << 16):
+        check("mul", fmt, [a, b], {"rounding": mode, "tininess": tininess},
+              chunk_size=chunk_size)
+
+
+@pytest.mark.parametrize("mode", ["rne", "rna", "rtz", "rup", "rdn", "rto"])
+def test_float32_subnormals_into_bf16_by_bits(mode):
+    """Every kind of FP32 subnormal (exact in BF16, ties, above and below
+    them) rounded into BF16's subnormals by bits, against the scalar model."""
+    rng = np.random.default_rng(12)
+    bits = np.concatenate([rng.integers(1, 1 << 23, 30000),
+                           (np.arange(1, 1 << 7) << 16) | (1 << 15),      # ties
+                           (np.arange(1, 1 << 7) << 16) | 1,
+                           (np.arange(1, 1 << 7) << 16) - 1]).astype(np.uint32)
+    bits |= rng.integers(0, 2, bits.size).astype(np.uint32) << np.uint32(31)
+    ctx = fpsim.Context(rounding=mode)
+    codes, flags = array.encode(bits, "bf16", ctx, src="fp32", return_flags=True)
+    for i in range(0, bits.size, 97):  # a sample through the scalar model
+        c = fpsim.Context(rounding=mode)
+        want = fpsim.convert(fpsim.FP32.from_bits(int(bits[i])), fpsim.BF16, c)
+        assert (int(codes[i]), int(flags[i])) == (want.bits, c.flags.value), hex(bits[i])

@@ -233,9 +233,16 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
     mul round the float32 result by integer operations instead
     (:func:`_bits_op`)."""
     if rounds_by_bits(fmt):
-        compute = _bits_op(op, fmt, key)
+        compute = _bits_op(op, fmt, key, lambda: _proxy_op(op, fmt, key, size))
         if compute is not None:
             return compute
+    return _proxy_op(op, fmt, key, size)
+
+
+def _proxy_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
+              ) -> Callable[..., Any] | None:
+    """:func:`_float_op` through the proxy table (formats of at most 16
+    bits) or FP32's rounding of float64 bits."""
     if op == "fma":
         # FP32 only: a product of two FP32 values (48 bits, within 2**±298)
         # is exact in float64, so fma is the float64 sum of that product and
@@ -312,7 +319,9 @@ _U32 = np.uint32
 _SIGN = _U32(1 << 31)
 
 
-def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] | None:
+def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
+             fallback: Callable[[], Callable[..., Any] | None]
+             ) -> Callable[..., Any] | None:
     """add, sub and mul of a 16-bit format such as FP16 or BF16
     (:func:`fpsim.array._convert.rounds_by_bits`) in a deterministic mode,
     without a table of results: the operands are float32 values (a BF16
@@ -332,7 +341,11 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] |
     smallest subnormal: in float32 and in the format).  The integer path
     redoes the rest: infinities, NaNs, sums beyond float32's range.  The
     machine's float32 arithmetic must be IEEE's default (checked once per
-    call)."""
+    call).
+
+    A chunk of products of which more than an eighth fall below the normal
+    range (each then rounded lane by lane) goes to ``fallback()``'s path
+    instead, the proxy table, which costs the same for every lane."""
     mode, saturate, ftz, daz = key[:4]
     if op not in ("add", "sub", "mul") or mode not in BIT_MODES:
         return None
@@ -349,6 +362,10 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] |
         keep_zero = mode is not Rounding.RDN
         keep_subnormal = True
     keep_subnormal &= not ftz
+    tiny_limit = np.float32(2.0 ** fmt.emin)
+    proxy: list[Any] = []  # the fallback's compute, made on first need
+    inf_positive = np.uint16(fmt.inf_code)
+    inf_negative = np.uint16(fmt.sign_bit | fmt.inf_code)
 
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
         a, b = cs
@@ -366,6 +383,10 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] |
             if op == "mul":
                 np.multiply(x, y, out=s)
                 bits = sb
+                if n >= 1 << 12 and np.count_nonzero(np.abs(s, out=t) < tiny_limit) * 8 > n:
+                    other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
+                    if other is not None:
+                        return other(cs, rand)
             else:
                 _two_sum(op, x, y, s, e, t)
                 # An infinite sum's error is NaN, which the proxy does not
@@ -391,7 +412,22 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] |
             flags[zero] = 0
             redo = redo[s[redo] != 0]
         if finite is not None and not finite.all():
-            redo = np.union1d(redo, np.flatnonzero(~finite))
+            np.logical_not(finite, out=finite)  # (a mask, not a sort of indices)
+            finite[redo] = True
+            redo = np.flatnonzero(finite)
+        if redo.size and not saturate:
+            # An infinite operand and an infinite float32 result (not
+            # inf - inf, not inf * 0, which are NaN): that infinity, exact,
+            # no flag, whatever the mode.
+            xr, yr = x[redo], y[redo]
+            with np.errstate(all="ignore"):  # (s may hold a proxy's bits by now)
+                r = xr * yr if op == "mul" else (xr + yr if op == "add" else xr - yr)
+            infinite = np.isinf(r) & (np.isinf(xr) | np.isinf(yr))
+            if infinite.any():
+                j = redo[infinite]
+                codes[j] = np.where(r[infinite] < 0, inf_negative, inf_positive)
+                flags[j] = 0
+                redo = redo[~infinite]
         if redo.size:
             codes[redo], flags[redo] = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
         return codes, flags

@@ -22,7 +22,7 @@ from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
 from ..modes import Rounding
 from ..nans import convert_nan
-from ..rounding import INEXACT, INVALID, OVERFLOW, _overflow, nan_code, nan_or_error
+from ..rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW, _overflow, nan_code, nan_or_error
 from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
@@ -338,8 +338,11 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     rounded into ``fmt`` (:func:`rounds_by_bits`) by ``mode`` (one of
     :data:`BIT_MODES`), and the indices of the lanes whose code and flags
     are not known: infinities, NaNs, zeros, subnormals and the smallest
-    normal reached by rounding, except exact zeros where ``keep_zero`` and
-    exact subnormals (or an exact smallest normal) where ``keep_subnormal``.
+    normal reached by rounding, except exact zeros where ``keep_zero`` and,
+    where ``keep_subnormal`` (the caller's word that the bits below the
+    normal range are exact or a round-to-odd proxy), exact subnormals (or an
+    exact smallest normal) and inexact results that round below the
+    smallest normal.
     Such an exact lane gets its exact code and no flag: the caller keeps it
     only where no setting changes that (FTZ flushes subnormal results, DAZ
     subnormal inputs, and toward -inf an exact zero sum of opposite terms
@@ -349,8 +352,8 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     >>> x = np.float32([1 + 2**-8, 1 + 3 * 2**-8, 2**-130, 3.4e38, 1e-45, np.inf])
     >>> codes, flags, redo = round_fp32_bits(x.view(np.uint32), fpsim.BF16, Rounding.RNE,
     ...                                      False, True, True)   # ties, tiny, huge, specials
-    >>> [hex(c) for c in codes[:4]], flags[:4].tolist(), redo.tolist()
-    (['0x3f80', '0x3f82', '0x8', '0x7f80'], [16, 16, 0, 20], [4, 5])
+    >>> [hex(c) for c in codes[:5]], flags[:5].tolist(), redo.tolist()
+    (['0x3f80', '0x3f82', '0x8', '0x7f80', '0x0'], [16, 16, 0, 20, 24], [5])
     """
     m, c = fmt.mantissa_bits, _bit_constants(fmt)
     n = bits.size
@@ -412,25 +415,62 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     if i.size:
         # Exact below the normal range: a multiple of the smallest subnormal
         # (a round-to-odd proxy there never is: its last place is finer).
+        bi = bits[i]
+        sign = (bi >> c.half_shift) & c.sign16
         with np.errstate(invalid="ignore"):  # (signaling NaNs, not kept)
-            v = np.abs(bits[i].view(np.float32).astype(np.float64))
+            v = np.abs(bi.view(np.float32).astype(np.float64))
             units = v * 2.0 ** (m - fmt.emin)                  # exact, NaN stays NaN
-            exact = (units <= 1 << m) & (units == np.floor(units))
+            whole = np.floor(units)
+            exact = (units <= 1 << m) & (units == whole)
             # Overflow: a finite value (at least 1: none that wrapped) whose
             # rounded magnitude, the exponent unbounded, is infinity's or more.
             over = (v >= 1) & (v < np.inf) & (mag[i] + c.above_min_normal >= c.inf)
         kept = exact & np.where(units == 0, keep_zero, keep_subnormal)
-        j = i[kept]
-        codes[j] = ((bits[j] >> _U32(16)) & _U32(0x8000)) | units[kept].astype(_U32)
-        flags[j] = 0
-        j = i[over]
-        if j.size:
-            negative = bits[j] >= _U32(1 << 31)
-            codes[j] = np.where(negative, _overflow(fmt, True, mode, saturate),
+        codes[i[kept]] = sign[kept] | units[kept].astype(_U32)
+        flags[i[kept]] = 0
+        if over.any():
+            j = i[over]
+            codes[j] = np.where(sign[over] != 0, _overflow(fmt, True, mode, saturate),
                                 _overflow(fmt, False, mode, saturate))
             flags[j] = OVERFLOW | INEXACT
-        i = i[~(kept | over)]
+        done = kept | over
+        if keep_subnormal:
+            # Inexact below the normal range, the bits trusted there (an
+            # exact value, or a round-to-odd proxy with bits to spare): the
+            # multiple of the smallest subnormal the mode gives, where it
+            # stays below the smallest normal.  Such a result is tiny under
+            # either tininess rule (rounding to the finer grid of the
+            # unbounded exponent cannot reach the smallest normal when the
+            # coarser grid does not), so it raises UNDERFLOW and INEXACT.
+            with np.errstate(invalid="ignore"):
+                tiny = ~done & ~exact & (v < 2.0 ** fmt.emin)   # (NaN: False)
+            if tiny.any():
+                q = _round_units(units[tiny], whole[tiny], sign[tiny] != 0, mode)
+                below = q < (1 << m)
+                t = np.flatnonzero(tiny)[below]
+                codes[i[t]] = sign[t] | q[below].astype(_U32)
+                flags[i[t]] = UNDERFLOW | INEXACT
+                done[t] = True
+        i = i[~done]
     return codes, flags, i
+
+
+def _round_units(u: np.ndarray, down: np.ndarray, negative: np.ndarray, mode: Rounding
+                 ) -> np.ndarray:
+    """Magnitudes ``u`` (float64, exact, not integers; ``down`` their
+    floors) rounded to integers as ``mode`` rounds values of their signs
+    (float64 operations on integers below 2**52 are exact)."""
+    if mode is Rounding.RNE:
+        return np.rint(u)
+    if mode is Rounding.RNA:
+        return np.floor(u + 0.5)
+    if mode is Rounding.RTZ:
+        return down
+    if mode is Rounding.RUP:
+        return np.where(negative, down, down + 1)
+    if mode is Rounding.RDN:
+        return np.where(negative, down + 1, down)
+    return np.where(down % 2 == 0, down + 1, down)  # RTO: the odd neighbour
 
 
 def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A001
