@@ -175,8 +175,8 @@ def test_codes_out_of_range_raise_value_error():
 
 
 def test_unsupported_dtypes_raise_type_error():
-    for bad in (np.array([1.0], ml_dtypes.float8_e4m3b11fnuz), np.array([True]),
-                np.array([1 + 2j]), np.array(["1.0"]), np.array([1.0], object)):
+    for bad in (np.array([True]), np.array([1 + 2j]), np.array(["1.0"]),
+                np.array([1.0], object)):
         with pytest.raises(TypeError):
             array.encode(bad, FP16)
     with pytest.raises(TypeError, match="integer codes"):

@@ -289,6 +289,7 @@ def fp32_division_pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+@pytest.mark.exhaustive  # (20 s: the hard-pair tests here run by default)
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_fp32_float_path_equals_scalar_model(op):
     """FP32 add, sub, mul and div through float64 (TwoSum's error, the
@@ -413,6 +414,7 @@ def test_fp32_to_bf16_bits_equals_ml_dtypes_on_every_code_neighbourhood():
     assert ctx.flags == Flag(int(np.bitwise_or.reduce(expected)))
 
 
+@pytest.mark.exhaustive
 def test_fp32_to_bf16_bits_equals_scalar_model_in_every_mode_and_setting():
     x = every_code_neighbourhood(BF16, seed=2)
     for i, mode in enumerate(MODES):
@@ -487,6 +489,7 @@ def hard_partners(fmt: fpsim.Format, op: str, seed: int) -> tuple[np.ndarray, np
     return np.tile(a, 6).astype(np.uint16), b.astype(np.uint16)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 @pytest.mark.parametrize("fmt", BITS_FORMATS, ids=lambda f: f.name)
 def test_bit_path_equals_scalar_model_on_every_code(fmt, op):

@@ -30,6 +30,7 @@ def test_a_subnormal_compares_as_zero_only_under_daz(daz, expected):
     assert arith.lt(F16.from_bits(0x0400), F16.from_bits(0x0401), ctx)
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name", ["eq", "lt", "le", "gt", "ge", "unordered"])
 def test_every_e4m3_pair_scalar_equals_array_under_daz(name):
     ctx = fpsim.Context(daz=True)

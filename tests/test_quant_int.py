@@ -101,6 +101,7 @@ def test_scalar_round_special_values():
         INT4.round("3")
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("mode", MODES)
 def test_array_equals_scalar_on_every_fp16_code(mode):
     codes = np.arange(1 << 16, dtype=np.uint16)
