@@ -3,8 +3,8 @@ machine's own float32 arithmetic, where that is provably each step's result.
 
 Under round-to-nearest-even with neither FTZ nor DAZ, on a unit whose
 float32 arithmetic and float64 -> float32 cast round to nearest even and
-keep subnormals (:func:`fpsim.array._native.float32_adds_are_ieee` and
-:func:`fpsim.array._native.rounds_to_nearest`, checked once per call), a
+keep subnormals (:func:`fpsim._machine.float32_adds_are_ieee` and
+:func:`fpsim._machine.rounds_to_nearest`, checked once per call), a
 float32 ``+``, ``-``, ``*`` or ``/`` gives IEEE's FP32 result, which is the
 general path's.  What the machine does not give is the flags:
 

@@ -37,6 +37,7 @@ import numpy as np
 from .. import _threads
 from .._machine import float32_adds_are_ieee, two_sum_error
 from ..formats import FP32, Format
+from ..modes import Rounding
 
 F32 = np.float32
 
@@ -77,8 +78,6 @@ def products_fit(a: np.ndarray, b: np.ndarray, fmt: Format) -> bool:
 def usable(key: tuple[Any, ...]) -> bool:
     """Whether the settings are those this path computes: round to nearest
     even, no flushing of results or operands, on an IEEE-behaving unit."""
-    from ..modes import Rounding
-
     return key[0] is Rounding.RNE and not key[2] and not key[3] and float32_adds_are_ieee()
 
 
