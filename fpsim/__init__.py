@@ -31,7 +31,7 @@ from .formats import (
     p3109,
     register,
 )
-from .modes import Flag, Rounding, Tininess
+from .modes import Flag, Rounding, Saturation, Tininess
 from .value import Float, FloatClass, convert
 
 __version__ = "0.1.0"
@@ -40,7 +40,8 @@ __all__ = [
     "arith", "nans",
     "BF16", "E4M3", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "FP16", "FP32", "FP64", "TF32",
     "E3M2", "E2M3", "E2M1", "E8M0",
-    "Context", "Flag", "Float", "FloatClass", "Format", "Rounding", "Specials", "Tininess",
+    "Context", "Flag", "Float", "FloatClass", "Format", "Rounding", "Saturation", "Specials",
+    "Tininess",
     "convert", "format", "formats", "getcontext", "localcontext", "p3109", "register",
     "setcontext",
 ]

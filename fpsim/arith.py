@@ -52,9 +52,9 @@ from typing import Any
 
 from .context import Context, _current, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
-from .modes import Rounding
+from .modes import STOCHASTIC, Rounding
 from .nans import default_nan, propagate
-from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, nan_code, quantize, round_key
+from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code, quantize, round_key
 from .value import FINITE, INF, QNAN, Float, _check_random_bits, _make, decoded
 
 __all__ = [
@@ -64,7 +64,7 @@ __all__ = [
     "minimum", "maximum", "minimum_number", "maximum_number",
 ]
 
-_RDN, _SR = Rounding.RDN, Rounding.SR
+_RDN = Rounding.RDN
 
 
 # -- operands ----------------------------------------------------------------
@@ -117,16 +117,16 @@ def _env(ctx: Context | None, overrides: dict[str, Any]) -> _Env:
         elif ctx.__class__ is not Context:
             ctx, _ = resolve(ctx, overrides)  # raises the TypeError
         key = ctx._key
-        return ctx, key, (ctx.random_bits(key[5]) if key[0] is _SR else 0)
+        return ctx, key, (ctx.random_bits(key[5]) if key[0] in STOCHASTIC else 0)
     random_bits = overrides.pop("random_bits", None)
     ctx, key = resolve(ctx, overrides)
-    if key[0] is _SR:
+    if key[0] in STOCHASTIC:
         rand = (ctx.random_bits(key[5]) if random_bits is None
                 else _check_random_bits(random_bits, key[5]))
     else:
         if random_bits is not None:
             raise ValueError("random_bits= is only used by stochastic rounding "
-                             "(rounding='sr')")
+                             "(rounding='sr', 'sr_b' or 'sr_c')")
         rand = 0
     return ctx, key, rand
 
@@ -184,22 +184,15 @@ def _invalid(env: _Env, fmt: Format) -> Float:
 
 
 def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Float:
-    """An exact infinite result (not an overflow): inf, or in a format without
-    infinity NaN of that sign, or ±max when saturating.
+    """An exact infinite result (not an overflow): inf, or what the
+    saturation setting makes of it (:func:`fpsim.rounding.infinity_code`).
 
     ``computed`` is 0 when the infinity comes from an infinite operand; then,
     as for a conversion, delivering anything but an infinity is an invalid
     operation.  Otherwise it is the flag of the operation that made the
     infinity (DIVIDE_BY_ZERO for x/0 and logb(0)), the only flag raised."""
-    flags = computed
-    if not computed and (env[1][1] or not fmt.has_inf):
-        flags = INVALID
-    sign = fmt.sign_bit if negative else 0
-    if env[1][1] or not (fmt.has_inf or fmt.has_nan):
-        return _done(env, fmt, sign | fmt.max_code, flags)
-    if fmt.has_inf:
-        return _done(env, fmt, sign | fmt.inf_code, flags)  # type: ignore[operator]
-    return _done(env, fmt, nan_code(fmt, negative), flags)
+    code, stays = infinity_code(fmt, negative, env[1][1])
+    return _done(env, fmt, code, computed or (0 if stays else INVALID))
 
 
 # -- the arithmetic operations -------------------------------------------------
@@ -244,7 +237,7 @@ def sqrt(a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
         sa <<= 1
         ea -= 1
     # k > 0: sa has at most precision + 1 bits.
-    k = (fmt.precision + _SQRT_GUARD + (key[5] if key[0] is _SR else 0)
+    k = (fmt.precision + _SQRT_GUARD + (key[5] + 1 if key[0] in STOCHASTIC else 0)
          - sa.bit_length() // 2)
     big = sa << (2 * k)
     num = math.isqrt(big)
@@ -303,7 +296,7 @@ def _arith(a: Float, b: Float, ctx: Context | None = None, *, _op: int = 0,
             return _special(_op, fmt, (ctx, key, rand), a, b, _c)
         k, normal = fmt._div
         # (The common call's key is never stochastic rounding.)
-        if sa >= normal and (ds is None or key[0] is not _SR):
+        if sa >= normal and (ds is None or key[0] not in STOCHASTIC):
             # The integer quotient of the shifted significands (at least p + 2
             # bits, see Format._div) with a nonzero remainder jammed into its
             # last bit, which lies below the rounding bit: that binary value

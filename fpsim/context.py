@@ -22,7 +22,15 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from .modes import ROUNDING_NAMES, Flag, Rounding, Tininess
+from .modes import (
+    ROUNDING_NAMES,
+    SATURATION_NAMES,
+    STOCHASTIC,
+    Flag,
+    Rounding,
+    Saturation,
+    Tininess,
+)
 from .nans import IEEE, NanPolicy, policy
 
 __all__ = ["Context", "getcontext", "setcontext", "localcontext"]
@@ -37,10 +45,16 @@ class Context:
     ----------
     rounding:
         A :class:`~fpsim.Rounding` or its name: ``"rne"`` (default), ``"rna"``,
-        ``"rtz"``, ``"rup"``, ``"rdn"``, ``"rto"``, ``"sr"``.
+        ``"rtz"``, ``"rup"``, ``"rdn"``, ``"raz"``, ``"rto"``, and the
+        stochastic ``"sr"``, ``"sr_b"``, ``"sr_c"``.
     saturate:
-        Clamp overflowing results and infinities to ±max (ONNX ``Cast``
-        ``saturate=1``, PTX ``.satfinite``).  NaN stays NaN.
+        ``True``: clamp overflowing results and infinities to ±max (ONNX
+        ``Cast`` ``saturate=1``, PTX ``.satfinite``, P3109's SatFinite).
+        NaN stays NaN.  IEEE P3109's other modes by name:
+        ``"satpropagate"`` (clamp finite overflow, keep infinities) and
+        ``"ovfinf"`` (overflow to ±inf; ±max where the format has no
+        infinity); see :class:`~fpsim.Saturation`.  ``False`` (default):
+        IEEE 754 overflow, NaN where the format has no infinity.
     ftz:
         Flush tiny results to zero (raising UNDERFLOW and INEXACT).
     daz:
@@ -64,14 +78,14 @@ class Context:
     __slots__ = (*_SETTINGS, "_rng", "_flags", "_key", "_fast_key")
 
     rounding: Rounding
-    saturate: bool
+    saturate: bool | Saturation
     ftz: bool
     daz: bool
     tininess: Tininess
     sr_bits: int
     nan: NanPolicy
 
-    def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool = False,
+    def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool | str = False,
                  ftz: bool = False, daz: bool = False,
                  tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
                  nan: NanPolicy | str = IEEE, rng: Any = None, flags: Flag | int = 0) -> None:
@@ -111,7 +125,7 @@ class Context:
         object.__setattr__(self, "_key", key)
         # The key again where operations may take their fast path (no DAZ to
         # apply to the operands, no random draw), else None: one test for both.
-        fast = None if self.daz or self.rounding is Rounding.SR else key
+        fast = None if self.daz or self.rounding in STOCHASTIC else key
         object.__setattr__(self, "_fast_key", fast)
 
     @property
@@ -197,7 +211,9 @@ class Context:
     __copy__ = copy
 
     def __repr__(self) -> str:
-        return (f"Context(rounding={self.rounding.value!r}, saturate={self.saturate}, "
+        sat = self.saturate
+        return (f"Context(rounding={self.rounding.value!r}, "
+                f"saturate={sat if isinstance(sat, bool) else repr(sat.value)}, "
                 f"ftz={self.ftz}, daz={self.daz}, tininess={self.tininess.value!r}, "
                 f"sr_bits={self.sr_bits}, nan={self.nan.name!r}, flags={self.flags!r})")
 
@@ -219,6 +235,27 @@ def _check_bool(name: str) -> Any:
             raise TypeError(f"{name} must be True or False, got {value!r}")
         return value
     return check
+
+
+def check_saturate(value: Any) -> bool | Saturation:
+    """A ``saturate`` setting, normalized: ``False``, ``True`` (P3109's
+    SatFinite, also accepted by that name), or :attr:`Saturation.SAT_PROPAGATE`
+    / :attr:`Saturation.OVF_INF`.
+
+    >>> check_saturate("SatFinite"), check_saturate("ovfinf")
+    (True, <Saturation.OVF_INF: 'ovfinf'>)
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            mode = Saturation(value)
+        except ValueError:
+            raise ValueError(f"unknown saturation mode {value!r}; accepted: "
+                             f"{SATURATION_NAMES}") from None
+        return True if mode is Saturation.SAT_FINITE else mode
+    raise TypeError(f"saturate must be True or False, or a P3109 saturation mode name "
+                    f"({SATURATION_NAMES}), got {value!r}")
 
 
 def _check_rounding(value: Any) -> Rounding:
@@ -245,7 +282,7 @@ def _check_sr_bits(value: Any) -> int:
 
 _VALIDATORS = {
     "rounding": _check_rounding,
-    "saturate": _check_bool("saturate"),
+    "saturate": check_saturate,
     "ftz": _check_bool("ftz"),
     "daz": _check_bool("daz"),
     "tininess": _check_tininess,

@@ -25,7 +25,7 @@ from typing import Any
 from . import parse
 from .context import Context
 from .formats import Format, format
-from .modes import Flag, Rounding
+from .modes import STOCHASTIC, Flag, Rounding, Saturation
 from .value import Float, exact_decimal
 
 __all__ = ["explain", "explain_bits", "render", "describe_format", "short", "DEFAULT_SEED",
@@ -48,8 +48,11 @@ _MODE_WORDS = {
     Rounding.RTZ: "round toward zero",
     Rounding.RUP: "round toward +infinity",
     Rounding.RDN: "round toward -infinity",
+    Rounding.RAZ: "round away from zero",
     Rounding.RTO: "round to odd",
     Rounding.SR: "stochastic rounding",
+    Rounding.SR_B: "stochastic rounding (P3109 StochasticB)",
+    Rounding.SR_C: "stochastic rounding (P3109 StochasticC)",
 }
 
 
@@ -110,7 +113,7 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     seed = DEFAULT_SEED if seed is None else seed
     ctx = Context(rounding=rounding, saturate=saturate, ftz=ftz, daz=daz, tininess=tininess,
                   rng=seed)
-    sr = ctx.rounding is Rounding.SR
+    sr = ctx.rounding in STOCHASTIC
     source = parse.exact(value)
     result = fmt.round(value, ctx)
     report = _describe(result, ctx)
@@ -339,7 +342,7 @@ def _notes(result: Float, exact: Fraction | None, source: tuple[Any, ...],
     kind = source[0]
     if kind == "inf" and not fmt.has_inf:
         notes.append(f"{fmt.name} has no infinity: inf becomes "
-                     + ("±max because of --saturate" if ctx.saturate
+                     + (f"±max because of {_saturation_words(ctx)}" if ctx.saturate is not False
                         else "NaN (±max with --saturate)"))
     if kind in ("nan", "snan") or (kind == "code" and Float(source[1], source[2]).is_nan):
         notes.append(_nan_note(result, source, flags))
@@ -394,12 +397,21 @@ def _overflow_note(result: Float, exact: Fraction, ctx: Context) -> str:
     fmt = result.fmt
     head = f"overflows: |x| > max = {short(fmt.max)} after rounding; "
     if result.is_inf:
-        return head + "becomes inf" + ("" if ctx.saturate else " (max with --saturate)")
+        return head + "becomes inf" + (" (max with --saturate)" if ctx.saturate is False
+                                       else f" ({_saturation_words(ctx)})")
     if result.is_nan:
         return head + f"becomes NaN ({fmt.name} has no infinity; max with --saturate)"
-    if ctx.saturate:
-        return head + "clamped to max by --saturate"
+    if ctx.saturate is True or ctx.saturate is Saturation.SAT_PROPAGATE:
+        return head + f"clamped to max by {_saturation_words(ctx)}"
+    if (ctx.saturate is Saturation.OVF_INF and not fmt.has_inf
+            and fmt.round(exact, ctx.copy(saturate=False)).is_nan):
+        return head + f"becomes max ({fmt.name} has no infinity; --saturation ovfinf)"
     return head + f"becomes max ({_MODE_WORDS[ctx.rounding]} never rounds up to infinity here)"
+
+
+def _saturation_words(ctx: Context) -> str:
+    """How the command line names the context's saturation setting."""
+    return "--saturate" if ctx.saturate is True else f"--saturation {ctx.saturate}"
 
 
 def _value_notes(x: Float, ctx: Context) -> list[str]:
@@ -431,9 +443,11 @@ def render(report: dict[str, Any], exact: bool = False) -> str:
     how = f" ({_MODE_WORDS[Rounding(mode)]})" if mode else ""
     if report.get("seed") is not None:
         how = how[:-1] + f", seed {report['seed']})"
-    extras = [name for name in ("saturate", "ftz") if report.get(name)]
+    sat = report.get("saturate")
+    extras = ([] if not sat else ["--saturate" if sat is True else f"--saturation {sat}"]) + (
+        ["--ftz"] if report.get("ftz") else [])
     if extras:
-        how += " with " + " and ".join(f"--{e}" for e in extras)
+        how += " with " + " and ".join(extras)
     f = report["fields"]
     fields = " | ".join(part for part in (
         f"sign {f['sign']}" if f["sign"] else "",

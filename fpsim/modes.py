@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Rounding", "Flag", "Tininess"]
+__all__ = ["Rounding", "Flag", "Tininess", "Saturation", "STOCHASTIC"]
 
 
 class Rounding(str, enum.Enum):
@@ -27,8 +27,17 @@ class Rounding(str, enum.Enum):
     ``RTZ``  roundTowardZero
     ``RUP``  roundTowardPositive
     ``RDN``  roundTowardNegative
+    ``RAZ``  round away from zero (IEEE P3109's ``TowardMaxMagnitude``)
     ``RTO``  round to odd (truncate, then set the last bit if inexact)
-    ``SR``   stochastic rounding (see :mod:`fpsim.rounding` for the exact rule)
+    ``SR``   stochastic rounding with ``sr_bits`` random bits: P3109's
+             ``StochasticA`` (see :mod:`fpsim.rounding` for the exact rule)
+    ``SR_B`` P3109's ``StochasticB``: the random bits centred on the grid
+             (no bias from truncating the discarded fraction)
+    ``SR_C`` P3109's ``StochasticC``: the discarded fraction rounded to
+             ``sr_bits`` bits (ties to even) before the random bits are added
+
+    >>> Rounding("StochasticB"), Rounding("TowardMaxMagnitude")
+    (<Rounding.SR_B: 'sr_b'>, <Rounding.RAZ: 'raz'>)
     """
 
     RNE = "rne"
@@ -36,8 +45,11 @@ class Rounding(str, enum.Enum):
     RTZ = "rtz"
     RUP = "rup"
     RDN = "rdn"
+    RAZ = "raz"
     RTO = "rto"
     SR = "sr"
+    SR_B = "sr_b"
+    SR_C = "sr_c"
 
     @classmethod
     def _missing_(cls, value: object) -> Rounding | None:
@@ -62,11 +74,22 @@ _ALIASES = {
     "roundtowardpositive": "rup",
     "rdn": "rdn", "rd": "rdn", "toward_negative": "rdn", "down": "rdn", "floor": "rdn",
     "roundtowardnegative": "rdn",
-    "rto": "rto", "odd": "rto", "to_odd": "rto", "round_to_odd": "rto",
-    "sr": "sr", "stochastic": "sr",
+    # IEEE P3109's names
+    "nearesttiestoeven": "rne", "nearesttiestoaway": "rna", "towardzero": "rtz",
+    "towardpositive": "rup", "towardnegative": "rdn",
+    "raz": "raz", "away": "raz", "away_from_zero": "raz", "toward_max_magnitude": "raz",
+    "towardmaxmagnitude": "raz",
+    "rto": "rto", "odd": "rto", "to_odd": "rto", "round_to_odd": "rto", "toodd": "rto",
+    "sr": "sr", "stochastic": "sr", "sr_a": "sr", "sra": "sr", "stochastica": "sr",
+    "stochastic_a": "sr",
+    "sr_b": "sr_b", "srb": "sr_b", "stochasticb": "sr_b", "stochastic_b": "sr_b",
+    "sr_c": "sr_c", "src": "sr_c", "stochasticc": "sr_c", "stochastic_c": "sr_c",
 }
 
-ROUNDING_NAMES = "rne, rna, rtz, rup, rdn, rto, sr"
+ROUNDING_NAMES = "rne, rna, rtz, rup, rdn, raz, rto, sr, sr_b, sr_c"
+
+#: The stochastic modes: each rounding draws ``sr_bits`` random bits.
+STOCHASTIC = frozenset({Rounding.SR, Rounding.SR_B, Rounding.SR_C})
 
 
 class Flag(enum.Flag):
@@ -86,6 +109,44 @@ class Flag(enum.Flag):
         ['overflow', 'inexact']
         """
         return [m.name.lower() for m in Flag if m in self]  # type: ignore[union-attr]
+
+
+class Saturation(str, enum.Enum):
+    """IEEE P3109's saturation modes, accepted by a context's ``saturate``
+    setting next to ``False`` (IEEE 754 and OCP overflow: ±inf, or NaN in a
+    format without infinity) and ``True`` (which is ``SAT_FINITE``).
+
+    ``SAT_FINITE``     every result beyond ±max, infinities included, is ±max
+    ``SAT_PROPAGATE``  finite results beyond ±max are ±max; infinities stay
+                       infinite (±max in a format without infinity)
+    ``OVF_INF``        results beyond ±max overflow to ±inf as the rounding
+                       mode directs (±max in a format without infinity: never NaN)
+
+    Names are read case-insensitively (``"SatPropagate"``).  The table of
+    what each mode gives is in spec/rounding.md, rule 4.
+
+    >>> Saturation("SatPropagate")
+    <Saturation.SAT_PROPAGATE: 'satpropagate'>
+    """
+
+    SAT_FINITE = "satfinite"
+    SAT_PROPAGATE = "satpropagate"
+    OVF_INF = "ovfinf"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Saturation | None:
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+            for member in cls:
+                if member.value == key:
+                    return member
+        return None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+SATURATION_NAMES = "False, True, 'satfinite' (= True), 'satpropagate', 'ovfinf'"
 
 
 class Tininess(str, enum.Enum):

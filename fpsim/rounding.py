@@ -23,13 +23,18 @@ The rules, in the order they are applied:
    probability of rounding up is therefore exactly ``t / 2**R`` (``frac`` when
    it has at most R bits, otherwise ``frac`` truncated to R bits).  A random
    number is consumed for every rounding, exact or not, so that the stream
-   position never depends on the data.
+   position never depends on the data.  ``sr_b`` and ``sr_c`` are IEEE
+   P3109's StochasticB and StochasticC (:func:`stochastic_up`); ``raz``
+   rounds every inexact magnitude up.
 4. **Overflow** when the rounded magnitude exceeds ``max``: OVERFLOW and
-   INEXACT; the result is ±inf for ``rne``, ``rna``, ``sr`` and for the
-   directed modes that round away from zero, otherwise ±max (``rtz``, ``rto``
-   and the other directed mode).  Where the format has no infinity the
-   infinite result becomes NaN (OCP FP8 conversion, ml_dtypes), or ±max in a
-   format without NaN.  ``saturate=True`` replaces every infinite result by ±max.
+   INEXACT; the result is ±inf for ``rne``, ``rna``, ``raz``, the stochastic
+   modes and the directed modes that round away from zero, otherwise ±max
+   (``rtz``, ``rto`` and the other directed mode).  Where the format has no
+   infinity the infinite result becomes NaN (OCP FP8 conversion, ml_dtypes),
+   or ±max in a format without NaN.  ``saturate=True`` (P3109's SatFinite)
+   and ``"satpropagate"`` replace every infinite result by ±max;
+   ``"ovfinf"`` keeps ±inf and gives ±max, never NaN, where the format has
+   no infinity (:func:`infinity_code` for infinite inputs).
 5. **Tininess** (nonzero results only): ``before`` rounding, magnitude below
    the smallest normal; ``after`` rounding, the magnitude rounded to the
    format's precision with unbounded exponent range is below the smallest
@@ -53,22 +58,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .modes import Rounding
+from .modes import STOCHASTIC, Rounding, Saturation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
-__all__ = ["round_exact", "round_key", "quantize", "nan_code", "nan_or_error",
+__all__ = ["round_exact", "round_key", "quantize", "stochastic_up", "infinity_code",
+           "nan_code", "nan_or_error",
            "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
 # builds enum objects on its hot path.
 INVALID, DIVIDE_BY_ZERO, OVERFLOW, UNDERFLOW, INEXACT = 1, 2, 4, 8, 16
 
-_RNE, _RNA, _RTZ, _RUP, _RDN, _RTO, _SR = (
-    Rounding.RNE, Rounding.RNA, Rounding.RTZ, Rounding.RUP, Rounding.RDN, Rounding.RTO,
-    Rounding.SR,
+_RNE, _RNA, _RTZ, _RUP, _RDN, _RAZ, _RTO, _SR, _SR_B, _SR_C = (
+    Rounding.RNE, Rounding.RNA, Rounding.RTZ, Rounding.RUP, Rounding.RDN, Rounding.RAZ,
+    Rounding.RTO, Rounding.SR, Rounding.SR_B, Rounding.SR_C,
 )
+#: The stochastic modes in P3109's order (A, B, C).
+STOCHASTIC_ORDER = (_SR, _SR_B, _SR_C)
 
 
 def quantize(num: int, den: int, exp: int, q: int, negative: bool,
@@ -97,8 +105,13 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
             return kept, False
         half = 1 << (shift - 1)
         cmp = (rem > half) - (rem < half)
-        if mode is _SR:
-            frac_bits = rem >> (shift - sr_bits) if shift >= sr_bits else rem << (sr_bits - shift)
+        if mode in STOCHASTIC:
+            # the discarded fraction to sr_bits + 1 bits, and whether more follow
+            r1 = sr_bits + 1
+            if shift >= r1:
+                frac_bits, below = rem >> (shift - r1), bool(rem & ((1 << (shift - r1)) - 1))
+            else:
+                frac_bits, below = rem << (r1 - shift), False
     else:
         if exp >= q:
             t, d = num << (exp - q), den
@@ -109,8 +122,8 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
             return kept, False
         twice = rem << 1
         cmp = (twice > d) - (twice < d)
-        if mode is _SR:
-            frac_bits = (rem << sr_bits) // d
+        if mode in STOCHASTIC:
+            frac_bits, below = divmod(rem << (sr_bits + 1), d)
     if mode is _RNE:
         up = cmp > 0 or (cmp == 0 and (kept + parity) & 1)
     elif mode is _RTZ:
@@ -123,9 +136,35 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
         up = negative
     elif mode is _RTO:
         return (kept if (kept + parity) & 1 else kept + 1), True
-    else:  # stochastic
-        up = frac_bits + rand >= (1 << sr_bits)
+    elif mode is _RAZ:
+        up = True
+    else:
+        up = stochastic_up(mode, frac_bits, bool(below), rand, sr_bits)
     return kept + 1 if up else kept, True
+
+
+def stochastic_up(mode: Rounding, frac_bits: int, below: bool, rand: int, sr_bits: int) -> bool:
+    """Whether a stochastic mode rounds away from zero (P3109's three rules).
+
+    ``frac_bits`` is ``floor(frac × 2**(R+1))`` for the discarded fraction
+    ``frac`` (in (0, 1)) and ``R = sr_bits``; ``below`` says whether bits of
+    ``frac`` follow; ``rand`` is uniform in ``[0, 2**R)``.
+
+    * ``sr`` (StochasticA): up iff ``floor(frac × 2**R) + rand >= 2**R``;
+    * ``sr_b`` (StochasticB): up iff ``floor(frac × 2**(R+1)) + 2·rand + 1 >= 2**(R+1)``;
+    * ``sr_c`` (StochasticC): up iff ``RNE(frac × 2**R) + rand >= 2**R``.
+
+    >>> [stochastic_up(m, 3, False, 2, 2) for m in STOCHASTIC_ORDER]   # frac = 3/8, R = 2
+    [False, True, True]
+    """
+    if mode is _SR:
+        return (frac_bits >> 1) + rand >= (1 << sr_bits)
+    if mode is _SR_B:
+        return frac_bits + 2 * rand + 1 >= (2 << sr_bits)
+    t = frac_bits >> 1  # StochasticC: frac × 2**R to nearest, ties to even
+    if frac_bits & 1 and (below or t & 1):
+        t += 1
+    return t + rand >= (1 << sr_bits)
 
 
 def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
@@ -169,8 +208,8 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
         # has the same floor(log2) and rounds as the quotient does in every
         # mode, at the last place and at the finer one of the tininess check.
         k = m + 3 + den.bit_length() - num.bit_length()
-        if mode is _SR:
-            k += key[5]
+        if mode in STOCHASTIC:
+            k += key[5] + 1
         if k > 0:
             num <<= k
         else:
@@ -228,7 +267,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
             tiny = code < 0  # q was already the unbounded-range quantum
         elif code < (1 << m):
             tiny = True  # below min_normal at the coarser subnormal quantum
-        elif mode is _SR:
+        elif mode in STOCHASTIC:
             tiny = False  # delivered result is min_normal (see rule 5)
         elif e < emin - 1:
             tiny = True  # full precision cannot carry from below min_normal/2
@@ -253,23 +292,50 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
     return code, flags
 
 
-def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: bool) -> int:
-    if mode is _RNE or mode is _RNA or mode is _SR:
-        to_inf = True
-    elif mode is _RUP:
+def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any) -> int:
+    """The code of a finite result beyond ±max (rule 4)."""
+    if mode is _RUP:
         to_inf = not negative
     elif mode is _RDN:
         to_inf = negative
     else:
-        to_inf = False
+        to_inf = mode is not _RTZ and mode is not _RTO
     sign = fmt.sign_bit if negative else 0
-    if not to_inf or saturate:
+    if not to_inf or saturate is True or saturate is _SAT_PROPAGATE:
         return sign | fmt.max_code
     if fmt.has_inf:
         return sign | fmt.inf_code  # type: ignore[operator]
-    if fmt.has_nan:
+    if fmt.has_nan and saturate is False:
         return nan_code(fmt, negative)
-    return sign | fmt.max_code
+    return sign | fmt.max_code  # OvfInf, or a format without NaN
+
+
+def infinity_code(fmt: Format, negative: bool, saturate: Any) -> tuple[int, bool]:
+    """The code that an infinity of the given sign becomes in ``fmt`` (an
+    infinite operand converted, or an exact infinite result such as x/0),
+    and whether it stays infinite.
+
+    ``saturate=True`` (SatFinite) gives ±max; ``False`` gives ±inf, or NaN
+    in a format without infinity (±max in one without NaN either);
+    SatPropagate and OvfInf give ±inf, or ±max in a format without infinity.
+    A negative infinity into an unsigned format is not handled here (callers
+    give NaN and INVALID).
+
+    >>> from fpsim.formats import E4M3, FP16
+    >>> infinity_code(E4M3, False, False), infinity_code(E4M3, False, Saturation.OVF_INF)
+    ((127, False), (126, False))
+    >>> infinity_code(FP16, True, Saturation.SAT_PROPAGATE), infinity_code(FP16, True, True)
+    ((64512, True), (64511, False))
+    """
+    sign = fmt.sign_bit if negative else 0
+    if fmt.has_inf and saturate is not True:
+        return sign | fmt.inf_code, True  # type: ignore[operator]
+    if saturate is not False or not fmt.has_nan:
+        return sign | fmt.max_code, False
+    return nan_code(fmt, negative), False
+
+
+_SAT_PROPAGATE = Saturation.SAT_PROPAGATE
 
 
 def nan_code(fmt: Format, negative: bool) -> int:

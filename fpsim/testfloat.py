@@ -48,7 +48,7 @@ from .array._kernel import specials
 from .context import Context
 from .formats import Format, formats
 from .formats import format as _lookup
-from .modes import Rounding
+from .modes import STOCHASTIC
 from .value import convert
 
 __all__ = ["IntFormat", "INT_FORMATS", "Operation", "operation", "operations", "format_name",
@@ -241,7 +241,7 @@ def _context(ctx: Context | None) -> Context:
 
 
 def _sr(op: Operation, ctx: Context) -> bool:
-    return op.rounds and ctx.rounding is Rounding.SR
+    return op.rounds and ctx.rounding in STOCHASTIC
 
 
 # -- the cases ---------------------------------------------------------------------------------
@@ -733,8 +733,10 @@ class Report:
         s = self.settings
         head = (f"fpsim ver {self.operation}: {'OK' if self.ok else 'MISMATCH'} "
                 f"(rounding {s['rounding']}, tininess {s['tininess']}"
-                + "".join(f", {k}" for k in ("saturate", "ftz", "daz", "exact") if s.get(k))
-                + (f", sr_bits {s['sr_bits']}" if s["rounding"] == "sr" else "")
+                + ("" if not s["saturate"] else ", saturate" if s["saturate"] is True
+                   else f", saturation {s['saturate']}")
+                + "".join(f", {k}" for k in ("ftz", "daz", "exact") if s.get(k))
+                + (f", sr_bits {s['sr_bits']}" if s["rounding"] in ("sr", "sr_b", "sr_c") else "")
                 + f", NaNs {'by code, ' + s['nan'] if s['nan_exact'] else 'any NaN agrees'}"
                 + ("" if s["flags"] else ", flags not checked") + ")")
         out = [head,

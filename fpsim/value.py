@@ -25,13 +25,11 @@ from ._digits import int_to_digits
 from .context import Context, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
 from .formats import format as _lookup
-from .modes import Rounding
+from .modes import STOCHASTIC
 from .nans import IEEE, NanPolicy, convert_nan, default_nan
-from .rounding import INVALID, nan_code, nan_or_error, round_exact, round_key
+from .rounding import INVALID, infinity_code, nan_or_error, round_exact, round_key
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
-
-_SR = Rounding.SR
 
 
 class FloatClass(enum.Enum):
@@ -508,14 +506,15 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
         ctx, key = resolve(ctx, overrides)
     mode, saturate, ftz, daz, before, sr_bits, nan = key
 
-    if mode is _SR:
+    if mode in STOCHASTIC:
         if random_bits is None:
             rand = ctx.random_bits(sr_bits)
         else:
             rand = _check_random_bits(random_bits, sr_bits)
     else:
         if random_bits is not None:
-            raise ValueError("random_bits= is only used by stochastic rounding (rounding='sr')")
+            raise ValueError("random_bits= is only used by stochastic rounding "
+                             "(rounding='sr', 'sr_b' or 'sr_c')")
         rand = 0
 
     t = type(x)
@@ -560,7 +559,7 @@ def _operand(fmt: Format, code: int, daz: bool) -> tuple[Any, ...]:
     return ("finite", negative, sig, 1, exp)
 
 
-def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: bool,
+def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Any, saturate: Any,
                   ftz: bool, before: bool, rand: int, sr_bits: int,
                   nan: NanPolicy = IEEE) -> tuple[int, int]:
     kind = src[0]
@@ -572,14 +571,10 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Rounding, saturate: b
         negative = src[1]
         if negative and not fmt.signed:
             return nan_or_error(fmt, negative, "-inf"), INVALID
-        sign = fmt.sign_bit if negative else 0
-        if fmt.has_inf and not saturate:
-            return sign | fmt.inf_code, 0  # type: ignore[operator]
-        if saturate or not fmt.has_nan:
-            # Infinity is no rounding of any finite value: clamping it is not
-            # an overflow but an invalid conversion (as float -> int is).
-            return sign | fmt.max_code, INVALID
-        return nan_code(fmt, negative), INVALID
+        code, stays = infinity_code(fmt, negative, saturate)
+        # Infinity is no rounding of any finite value: clamping it is not an
+        # overflow but an invalid conversion (as float -> int is).
+        return code, 0 if stays else INVALID
     if kind == "nan":
         _, src_fmt, payload = src
         if src_fmt is None:  # a NaN literal: the sign as written, no payload

@@ -309,6 +309,8 @@ def rounds_away(mode: str, lo, cmp, negative):
         return negative
     if mode == "rto":
         return lo % 2 == 0
+    if mode == "raz":  # IEEE P3109's TowardMaxMagnitude
+        return True
     raise AssertionError(mode)
 
 
@@ -321,7 +323,7 @@ def overflows_to_infinity(mode: str, negative):
         return negative ^ True
     if mode == "rdn":
         return negative
-    return mode in ("rne", "rna", "sr")
+    return mode in ("rne", "rna", "raz", "sr", "sr_b", "sr_c")
 
 
 def split_rational(v: Fraction):
@@ -359,17 +361,31 @@ def round_at_quantum(split, q: int, mode: str, negative: bool, r: int = 0,
     if mode == "sr":
         t = split(q - sr_bits)[0] - (lo << sr_bits)
         return lo + (t + r >= 1 << sr_bits), True
+    # IEEE P3109's StochasticB and StochasticC with N = sr_bits random bits R
+    # and eta the discarded fraction: B rounds away iff
+    # floor(eta 2**(N+1)) + 2R + 1 >= 2**(N+1); C iff RNE(eta 2**N) + R >= 2**N.
+    if mode == "sr_b":
+        t = split(q - sr_bits - 1)[0] - (lo << (sr_bits + 1))
+        return lo + (t + 2 * r + 1 >= 2 << sr_bits), True
+    if mode == "sr_c":
+        t_lo, t_cmp, _ = split(q - sr_bits)
+        t = t_lo - (lo << sr_bits)
+        t += (t_cmp > 0) | ((t_cmp == 0) & (t % 2 == 1))
+        return lo + (t + r >= 1 << sr_bits), True
     return lo + rounds_away(mode, lo, cmp, negative), True
 
 
 def ref_round(spec: FormatSpec, negative: bool, e: int, split, mode: str, saturate=False,
-              ftz=False, tininess="after", r=0) -> tuple[str, int, Fraction | None, Flag]:
+              ftz=False, tininess="after", r=0, sr_bits=32
+              ) -> tuple[str, int, Fraction | None, Flag]:
     """(kind, sign, value, flags) of delivering a nonzero exact result of sign
     ``negative`` with ``e = floor(log2|x|)`` in ``spec``:
 
     * overflow when the rounded magnitude exceeds max: OVERFLOW | INEXACT and
       (``overflows_to_infinity``) the format's overflow kind, else ±max;
-      ``saturate`` always gives ±max;
+      ``saturate`` True (P3109's SatFinite) or ``"satpropagate"`` gives
+      ±max; ``"ovfinf"`` gives ±inf where the format has it, else ±max
+      (never NaN);
     * tiny ``after``: the rounding at quantum ``e - m`` (unbounded exponent)
       is below min_normal (for sr: the delivered result, fpsim's rule);
       ``before``: |x| < min_normal.  UNDERFLOW iff tiny and inexact;
@@ -378,23 +394,30 @@ def ref_round(spec: FormatSpec, negative: bool, e: int, split, mode: str, satura
     """
     m = spec.m
     q = max(e, spec.emin) - m
-    k, inexact = round_at_quantum(split, q, mode, negative, r)
+    k, inexact = round_at_quantum(split, q, mode, negative, r, sr_bits)
     rounded = k * pow2(q)
     sign = int(negative)
     zero_sign = int(negative and spec.has_neg_zero)
     if rounded > spec.max:
         flags = Flag.OVERFLOW | Flag.INEXACT
-        if overflows_to_infinity(mode, negative) and not saturate and spec.overflow_kind != "max":
-            return spec.overflow_kind, sign, None, flags
+        to_inf = overflows_to_infinity(mode, negative)
+        kind = {False: spec.overflow_kind, "ovfinf": "inf" if spec.has_inf else "max"}.get(
+            saturate, "max")
+        if to_inf and kind != "max":
+            return kind, sign, None, flags
         return "finite", sign, (-spec.max if negative else spec.max), flags
     if tininess == "before":
         tiny = e < spec.emin
-    elif mode == "sr":
+    elif mode in ("sr", "sr_b", "sr_c"):
         tiny = rounded < spec.min_normal
     else:
         tiny = round_at_quantum(split, e - m, mode, negative)[0] * pow2(e - m) < spec.min_normal
-    if tiny and ftz:
+    if tiny and ftz and spec.subnormals:
         return "finite", zero_sign, Fraction(0), Flag.UNDERFLOW | Flag.INEXACT
+    if not spec.subnormals and rounded < spec.min_normal:
+        # A format without zero (E8M0): its smallest magnitude is the nearest
+        # value it has to anything below it, in every mode.
+        rounded, inexact = spec.min_normal, True
     flags = (Flag.INEXACT if inexact else NO_FLAGS) | (
         Flag.UNDERFLOW if tiny and inexact else NO_FLAGS)
     if rounded == 0:
@@ -448,6 +471,7 @@ MPFR_ROUND = {
     "rtz": gmpy2.RoundToZero,
     "rup": gmpy2.RoundUp,
     "rdn": gmpy2.RoundDown,
+    "raz": gmpy2.RoundAwayZero,  # IEEE P3109's TowardMaxMagnitude (fpsim's raz)
 }
 
 

@@ -413,6 +413,15 @@ def test_op_matches_mpfr_saturating(name, mode, op):
     assert check(name, op, mode, True, cases) > 200
 
 
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("name", NAMES)
+def test_round_away_from_zero_matches_mpfr(name, op):
+    """fpsim's raz (P3109's TowardMaxMagnitude) is MPFR's MPFR_RNDA."""
+    seed = 70000 + 1000 * NAMES.index(name) + OPS.index(op)
+    cases = make_cases(name, op, seed, CASES_PER_TEST[name] // 2)
+    assert check(name, op, "raz", False, cases) > 100
+
+
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("name,mode,op,saturate", [
     (name, mode, op, sat) for name in NAMES for mode in MODES for op in OPS

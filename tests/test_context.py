@@ -227,7 +227,8 @@ def test_rounding_accepts_short_names_and_aliases(name, member):
 
 
 def test_rounding_members_and_str():
-    assert [m.value for m in Rounding] == ["rne", "rna", "rtz", "rup", "rdn", "rto", "sr"]
+    assert [m.value for m in Rounding] == ["rne", "rna", "rtz", "rup", "rdn", "raz", "rto", "sr",
+                                          "sr_b", "sr_c"]
     assert str(Rounding.RTZ) == "rtz"
     assert Context(rounding=Rounding.RTO).rounding is Rounding.RTO
 

@@ -37,9 +37,9 @@ from .. import _threads
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
-from ..modes import Rounding, Tininess
+from ..modes import STOCHASTIC, Rounding, Tininess
 from ..nans import default_nan
-from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID
+from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code
 from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
@@ -191,7 +191,7 @@ def _fits(op: str, fmt: Format, key: tuple[Any, ...]) -> bool:
     """Whether the vectorized integers hold every bit the rounding reads
     (see the module's docstring); otherwise the scalar model computes."""
     p = fmt.precision
-    extra = key[5] if key[0] is Rounding.SR else 0
+    extra = key[5] + 1 if key[0] in STOCHASTIC else 0
     if p > 31:
         return False
     if op == "sqrt":
@@ -415,7 +415,7 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             np.logical_not(finite, out=finite)  # (a mask, not a sort of indices)
             finite[redo] = True
             redo = np.flatnonzero(finite)
-        if redo.size and not saturate:
+        if redo.size and saturate is not True:
             # An infinite operand and an infinite float32 result (not
             # inf - inf, not inf * 0, which are NaN): that infinity, exact,
             # no flag, whatever the mode.
@@ -613,18 +613,10 @@ class _Result:
         if not where.any():
             return
         fmt, saturate = self.fmt, self.key[1]
-        flags = computed
-        if not computed and (saturate or not fmt.has_inf):
-            flags = INVALID
-        sign = np.where(negative, U64(fmt.sign_bit), U64(0))
-        if saturate or not (fmt.has_inf or fmt.has_nan):
-            code = sign | U64(fmt.max_code)
-        elif fmt.has_inf:
-            code = sign | U64(fmt.inf_code)
-        else:
-            code = np.where(negative, U64(_nan(fmt, True)), U64(_nan(fmt, False)))
+        (pos, stays), (neg, _) = (infinity_code(fmt, s, saturate) for s in (False, True))
+        code = np.where(negative, U64(neg), U64(pos))
         self.codes[where] = np.broadcast_to(code, where.shape)[where]
-        self.flags[where] = flags
+        self.flags[where] = computed or (0 if stays else INVALID)
 
     def finite(self, where: np.ndarray, negative: np.ndarray, sig: np.ndarray,
                exp: np.ndarray, sticky: np.ndarray | None, rand: np.ndarray | None
@@ -634,12 +626,6 @@ class _Result:
             round_values(self.fmt, negative, sig, exp, sticky, self.key, rand, self.codes,
                          self.flags, where)
         return self.codes, self.flags
-
-
-def _nan(fmt: Format, negative: bool) -> int:
-    from ..rounding import nan_code
-
-    return nan_code(fmt, negative)
 
 
 def _decode(fmt: Format, codes: np.ndarray, daz: bool) -> tuple[np.ndarray, ...]:
@@ -749,7 +735,7 @@ def _div_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
     res.infinity(by_zero & (sa != 0), negative, DIVIDE_BY_ZERO)
     over_inf = ok & ~inf_a & inf_b                               # finite / inf = 0
     finite = ok & ~inf_a & ~by_zero
-    extra = key[5] if key[0] is Rounding.SR else 0
+    extra = key[5] + 1 if key[0] in STOCHASTIC else 0
     sig, exp, sticky = _divide(sa, ea, np.where(sb == 0, U64(1), sb), eb,
                                fmt.precision + 1 + extra, fmt.precision)
     sig = np.where(over_inf, U64(0), sig)
@@ -811,7 +797,7 @@ def _sqrt_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
     res.invalid(ok & na & (inf_a | (sa != 0)))                  # sqrt(x < 0)
     res.infinity(ok & ~na & inf_a, na)
     finite = ok & ~inf_a & (~na | (sa == 0))
-    extra = key[5] if key[0] is Rounding.SR else 0
+    extra = key[5] + 1 if key[0] in STOCHASTIC else 0
     sig, exp, sticky = _root(sa, ea, fmt.precision + 1 + extra)
     return res.finite(finite, na, sig, exp, sticky, rand)
 

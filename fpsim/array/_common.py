@@ -13,7 +13,7 @@ from .. import _threads
 from ..context import Context, check_seed
 from ..formats import Format
 from ..formats import format as _lookup
-from ..modes import Rounding
+from ..modes import STOCHASTIC
 from ._kernel import U64
 
 DEFAULT_CHUNK = 1 << 16
@@ -187,11 +187,11 @@ def stochastic_bits(key: tuple[Any, ...], random_bits: Any, rng: Any, ctx: Conte
     """Under stochastic rounding, the random numbers of the result's elements
     as a function of ``(start, stop)``; None in the other modes, which take
     neither ``random_bits=`` nor ``rng=``."""
-    if key[0] is Rounding.SR:
+    if key[0] in STOCHASTIC:
         return random_source(random_bits, rng, ctx, shape, key[5])
     if random_bits is not None or rng is not None:
         raise ValueError("random_bits= and rng= are only used by stochastic rounding "
-                         "(rounding='sr')")
+                         "(rounding='sr', 'sr_b' or 'sr_c')")
     return None
 
 

@@ -22,7 +22,7 @@ from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
 from ..modes import Rounding
 from ..nans import convert_nan
-from ..rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW, _overflow, nan_code, nan_or_error
+from ..rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW, _overflow, infinity_code, nan_or_error
 from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
@@ -97,14 +97,8 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
     out = np.zeros(codes.shape, U64)
     flags = np.zeros(codes.shape, np.uint8)
     if is_inf.any():
-        sign = np.where(negative, U64(fmt.sign_bit), U64(0))
-        if fmt.has_inf and not saturate:
-            val, fl = sign | U64(fmt.inf_code), 0
-        elif saturate or not fmt.has_nan:
-            val, fl = sign | U64(fmt.max_code), INVALID
-        else:
-            val = np.where(negative, U64(nan_code(fmt, True)), U64(nan_code(fmt, False)))
-            fl = INVALID
+        (pos, stays), (neg, _) = (infinity_code(fmt, s, saturate) for s in (False, True))
+        val, fl = np.where(negative, U64(neg), U64(pos)), (0 if stays else INVALID)
         out = np.where(is_inf, val, out)
         flags = np.where(is_inf, fl, flags).astype(np.uint8)
         if not fmt.signed:  # -inf into an unsigned format: NaN, INVALID

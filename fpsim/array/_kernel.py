@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, Specials
-from ..modes import Rounding
+from ..modes import STOCHASTIC, Rounding
 from ..nans import NanPolicy
 from ..rounding import (
     INEXACT,
@@ -35,6 +35,7 @@ from ..rounding import (
     _overflow,
     nan_code,
     nan_or_error,
+    stochastic_up,
 )
 
 I64 = np.int64
@@ -161,18 +162,70 @@ def _quantize(sig: np.ndarray, exp: np.ndarray, q: np.ndarray, negative: np.ndar
         up = negative.copy()
     elif mode is Rounding.RTO:
         up = odd == 0
-    else:  # stochastic: up iff floor(frac × 2**R) + r >= 2**R
+    elif mode is Rounding.RAZ:
+        up = np.ones(sig.shape, bool)
+    else:  # stochastic (fpsim.rounding.stochastic_up)
         assert rand is not None
-        r = sr_bits
+        up = _stochastic_up(mode, rem, shift, sticky, rand, sr_bits)
+    up &= inexact
+    return kept.astype(I64) + up.astype(I64), inexact
+
+
+def _stochastic_up(mode: Rounding, rem: np.ndarray, shift: np.ndarray,
+                   sticky: np.ndarray | None, rand: np.ndarray, sr_bits: int) -> np.ndarray:
+    """Vectorized :func:`fpsim.rounding.stochastic_up` of the discarded bits
+    ``rem`` (below a last place ``shift`` bits up; ``sticky`` marks more
+    nonzero bits below them).  The callers carry ``sr_bits + 1`` bits below
+    the format's precision wherever ``sticky`` may be set, so the floors
+    below are exact."""
+    r = sr_bits
+    rand = rand.astype(U64, copy=False)
+    if mode is Rounding.SR:  # floor(frac × 2**R) + rand >= 2**R
         down_shift = shift - r  # frac_bits = rem >> (shift - R), or rem << (R - shift)
         frac_bits = np.where(
             down_shift >= 0,
             np.where(down_shift >= 64, U64(0), rem >> np.clip(down_shift, 0, 63).astype(U64)),
             rem << np.clip(-down_shift, 0, 63).astype(U64))
         full = U64((1 << r) - 1)
-        up = (frac_bits != 0) & (rand >= (full - frac_bits + U64(1)))
-    up &= inexact
-    return kept.astype(I64) + up.astype(I64), inexact
+        return (frac_bits != 0) & (rand >= (full - frac_bits + U64(1)))
+    if r > 61:  # floor(frac × 2**(R+1)) would not fit: Python integers, lane by lane
+        return _stochastic_up_exact(mode, rem, shift, sticky, rand, r)
+    # floor(frac × 2**(R+1)) (below 2**62) and whether bits follow
+    down_shift = shift - (r + 1)
+    right = np.clip(down_shift, 0, 63).astype(U64)
+    frac1 = np.where(down_shift >= 0,
+                     np.where(down_shift >= 64, U64(0), rem >> right),
+                     rem << np.clip(-down_shift, 0, 63).astype(U64))
+    low_bits = np.where(down_shift >= 64, rem, rem & ((U64(1) << right) - U64(1)))
+    below = (down_shift > 0) & (low_bits != 0)
+    if sticky is not None:
+        below = below | sticky
+    if mode is Rounding.SR_B:
+        # floor(frac × 2**(R+1)) + 2·rand + 1 >= 2**(R+1), halved:
+        # frac1 // 2 + rand + (frac1 & 1) >= 2**R  (2·rand + 1 + frac1 odd/even)
+        half, odd = frac1 >> U64(1), frac1 & U64(1)
+        return half + odd >= U64(1 << r) - rand
+    # StochasticC: RNE(frac × 2**R) + rand >= 2**R
+    t = frac1 >> U64(1)
+    up_t = ((frac1 & U64(1)) == 1) & (below | ((t & U64(1)) == 1))
+    return t + up_t.astype(U64) >= U64(1 << r) - rand
+
+
+def _stochastic_up_exact(mode: Rounding, rem: np.ndarray, shift: np.ndarray,
+                         sticky: np.ndarray | None, rand: np.ndarray, r: int) -> np.ndarray:
+    """:func:`_stochastic_up` for ``sr_bits`` above 61, with Python integers."""
+    out = np.zeros(rem.shape, bool)
+    for i in range(rem.size):
+        rm, sh = int(rem.flat[i]), int(shift.flat[i])
+        if sh <= 0 or not rm:
+            continue  # nothing discarded (up is masked by inexact anyway)
+        if sh >= r + 1:
+            frac1, below = rm >> (sh - r - 1), bool(rm & ((1 << (sh - r - 1)) - 1))
+        else:
+            frac1, below = rm << (r + 1 - sh), False
+        below |= bool(sticky is not None and sticky.flat[i])
+        out.flat[i] = stochastic_up(mode, frac1, below, int(rand.flat[i]), r)
+    return out
 
 
 def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.ndarray,
@@ -200,7 +253,7 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
             tiny = low & (code < 0)
         else:
             tiny = low & (code < (1 << m))
-            if mode is not Rounding.SR:
+            if mode not in STOCHASTIC:
                 tiny |= low & (e < emin - 1)
                 edge = low & (e == emin - 1) & (code >= (1 << m))
                 if edge.any():

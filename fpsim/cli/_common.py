@@ -88,12 +88,25 @@ def rounding_options(parser: Any, daz: bool = True, whose: str = "") -> None:
     """The rounding settings, as ``explain``, ``ref`` and ``sweep`` take them
     (``whose`` prefixes the help: ``"golden: "`` where a candidate has its own)."""
     parser.add_argument("--rounding", default="rne", help=f"rounding mode: {ROUNDING_NAMES}")
-    parser.add_argument("--saturate", action="store_true",
-                        help=f"{whose}clamp overflow (and inf) to ±max")
+    saturation_options(parser, whose)
     parser.add_argument("--ftz", action="store_true", help=f"{whose}flush tiny results to zero")
     if daz:
         parser.add_argument("--daz", action="store_true",
                             help=f"{whose}read subnormal inputs as zero")
+
+
+def saturation_options(parser: Any, whose: str = "") -> None:
+    """``--saturate`` (P3109's SatFinite) or ``--saturation MODE`` by the
+    report's name: both set ``args.saturate`` (False by default)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--saturate", action="store_const", const=True, dest="saturate",
+                       help=f"{whose}clamp overflow (and inf) to ±max (P3109 SatFinite)")
+    group.add_argument("--saturation", dest="saturate", metavar="MODE", type=str.lower,
+                       choices=["satfinite", "satpropagate", "ovfinf"],
+                       help=f"{whose}IEEE P3109 saturation mode: satfinite (= --saturate), "
+                            "satpropagate (clamp finite overflow, keep inf), ovfinf "
+                            "(overflow to inf; max where the format has none)")
+    parser.set_defaults(saturate=False)
 
 
 def tolerance_options(parser: Any) -> None:
@@ -157,8 +170,7 @@ def testfloat_options(parser: Any) -> None:
     exact.add_argument("-notexact", dest="exact", action="store_const", const=False,
                        help="roundToInt: no inexact flag (default)")
     parser.set_defaults(exact=False)
-    parser.add_argument("--saturate", action="store_true",
-                        help="clamp overflow (and inf) to ±max")
+    saturation_options(parser)
     parser.add_argument("--ftz", action="store_true", help="flush tiny results to zero")
     parser.add_argument("--daz", action="store_true", help="read subnormal operands as zero")
     parser.add_argument("--sr-bits", type=int, default=32, metavar="N",

@@ -45,7 +45,7 @@ from ..array import _native
 from ..array._common import DEFAULT_CHUNK, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import FP32, Format
-from ..modes import Rounding
+from ..modes import STOCHASTIC, Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
 from ..scalar_steps import finish as _finish
 from ..scalar_steps import infinity as _infinity
@@ -96,7 +96,7 @@ def golden(name: str, a: Float, ctx: Context | None = None, **overrides: Any) ->
             return _finish(env, fmt, False, 0, 1, 0)  # log(1) = +0 in every mode
     x = Fraction(sig << exp_) if exp_ >= 0 else Fraction(sig, 1 << -exp_)
     key = env[1]
-    bits = fmt.precision + 2 + (key[5] if key[0] is Rounding.SR else 0)
+    bits = fmt.precision + 2 + (key[5] + 1 if key[0] in STOCHASTIC else 0)
     return _transcendental(name, env, fmt, -x if negative else x, bits)
 
 
@@ -130,7 +130,7 @@ def _rsqrt(env: Any, fmt: Format, sig: int, exp_: int) -> Float:
     if exp_ & 1:
         sig, exp_ = sig << 1, exp_ - 1
     key = env[1]
-    extra = key[5] if key[0] is Rounding.SR else 0
+    extra = key[5] + 1 if key[0] in STOCHASTIC else 0
     k = fmt.precision + 4 + extra + sig.bit_length()
     big = 1 << (2 * k)
     quotient, remainder = divmod(big, sig)
@@ -160,7 +160,7 @@ def _transcendental(name: str, env: Any, fmt: Format, x: Fraction, bits: int) ->
         # overflows; below 2**(qmin - R - 2) (R random bits) it is below a
         # quarter of the random resolution of the smallest quantum.
         qmin = fmt.emin - fmt.mantissa_bits
-        r = key[5] if key[0] is Rounding.SR else 0
+        r = key[5] + 1 if key[0] in STOCHASTIC else 0
         if x > (fmt.emax + 2) * _LN2_HI:
             return _finish(env, fmt, False, 3, 1, fmt.emax + 1)
         if x < (qmin - r - 3) * _LN2_HI:

@@ -13,7 +13,7 @@ from .. import _threads, array
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..mma import MMAModel
-from ..modes import Rounding
+from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
 from ._matrix_unit import matrix_unit_gemm
@@ -33,10 +33,10 @@ class Steps:
         key = self.key
         # Deterministic, no flushing of results or operands: an exact
         # intermediate then passes between two steps unchanged.
-        self.plain = key[0] is not Rounding.SR and not key[2] and not key[3]
+        self.plain = key[0] not in STOCHASTIC and not key[2] and not key[3]
         # Deterministic: the order in which steps of different terms run
         # (all products first, then all sums) cannot change a result.
-        self.deterministic = key[0] is not Rounding.SR
+        self.deterministic = key[0] not in STOCHASTIC
         if rng is not None:
             self.kw["rng"] = rng
 

@@ -20,7 +20,7 @@ from ..array._common import VALUE_DTYPE_NAMES, as_array, raw_codes
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
-from ..modes import Rounding
+from ..modes import STOCHASTIC
 
 
 class Operand:
@@ -126,7 +126,7 @@ class Distinct:
 
     @classmethod
     def of(cls, codes: np.ndarray, fmt: Format, key: tuple[Any, ...]) -> Distinct | None:
-        if fmt.width > 16 or codes.size < cls.RATIO << fmt.width or key[0] is Rounding.SR:
+        if fmt.width > 16 or codes.size < cls.RATIO << fmt.width or key[0] in STOCHASTIC:
             return None
         return cls(codes, fmt.width)
 

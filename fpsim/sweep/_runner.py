@@ -17,7 +17,7 @@ from typing import Any
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
-from ..modes import Rounding
+from ..modes import STOCHASTIC
 from ..testing._compare import _check_options
 from ..testing._schedulers import check_seconds, runner
 from ..testing.tally import Partial, Tolerance
@@ -50,9 +50,9 @@ def _settings(ctx: Context | None, rounding: Any) -> tuple[tuple[str, Any], ...]
     ctx = Context() if ctx is None else ctx.copy()
     if rounding is not None:
         ctx.rounding = rounding
-    if ctx.rounding is Rounding.SR:
+    if ctx.rounding in STOCHASTIC:
         raise ValueError("a sweep needs a deterministic rounding mode (rne, rna, rtz, rup, "
-                         "rdn, rto): stochastic rounding draws bits the candidate cannot share")
+                         "rdn, raz, rto): stochastic rounding draws bits the candidate cannot share")
     # The NaN policy travels as itself (a frozen dataclass): a custom one
     # may share a preset's name.
     return (("rounding", ctx.rounding.value), ("saturate", ctx.saturate), ("ftz", ctx.ftz),
