@@ -112,7 +112,8 @@ def saturation_options(parser: Any, whose: str = "") -> None:
 def tolerance_options(parser: Any) -> None:
     """The report's options, as ``diff`` and ``sweep`` take them."""
     parser.add_argument("--max-ulp", type=int, default=0,
-                        help="accepted ULP distance (default 0)")
+                        help="accepted ULP distance (default 0; in diff, none when only "
+                             "--max-kappa is given)")
     parser.add_argument("--nan", default="any", help="any (default): any NaN matches any NaN; "
                         "exact: NaN codes must be identical")
     parser.add_argument("--ignore-zero-sign", action="store_true", help="accept +0 against -0")

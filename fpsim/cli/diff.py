@@ -1,7 +1,9 @@
 """``python -m fpsim diff``: compare a device's tensor dump with the golden one.
 
 Exit status 0: within tolerance; 1: not; 2: bad input (one line naming the
-file).
+file).  The tolerance is ``--max-ulp N`` (ULP distance), ``--max-kappa N``
+(IEEE P3109's κ, :func:`fpsim.testing.kappa`) or both; with ``--max-kappa``
+alone no ULP limit applies.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ def add(sub: Any) -> None:
         "diff", help=SUMMARY,
         description="Compare ACTUAL with EXPECTED element by element (raw binary dumps of "
                     "codes, or .npy files; codes of 4- and 6-bit formats may be packed with "
-                    "--pack, scale matrices tiled with --layout blocked) and print the report. "
+                    "--pack, scale matrices tiled with --layout blocked) and print the report, "
+                    "with the largest ULP distance and the largest kappa (IEEE P3109's count "
+                    "of the format's values between a result and the expected one; NaN or inf "
+                    "where they do not match on NaNs or infinities). "
                     "Exit status 0: within tolerance; 1: not; 2: bad input.")
     df.add_argument("actual", help="the dump under test (raw codes or .npy)")
     df.add_argument("expected", help="the golden dump (raw codes or .npy)")
@@ -41,6 +46,14 @@ def add(sub: Any) -> None:
                          "file's own)")
     packing_options(df, (("actual", "ACTUAL only"), ("expected", "EXPECTED only")))
     tolerance_options(df)
+    df.add_argument("--max-kappa", type=int, default=None, metavar="N",
+                    help="accepted kappa (IEEE P3109's measure: the format's values from the "
+                         "expected value to the actual one; the ULP distance on finite values, "
+                         "inf for an infinity against a finite value). With --max-kappa "
+                         "alone no ULP limit applies; with --max-ulp too, a pair must be "
+                         "within both (default: kappa is reported, not a limit)")
+    # --max-ulp's default, 0, applies unless --max-kappa is given (run() resolves it)
+    df.set_defaults(max_ulp=None)
     scheduler_options(df, "compare the chunks on Dask (the files must be readable where the "
                           "workers run)")
 
@@ -51,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
     fmt = lookup_format(args.fmt)
     if args.nan not in ("any", "exact"):
         raise ValueError(f"--nan {args.nan!r}: accepted: any, exact")
-    if args.max_ulp < 0 or args.offenders < 0:
+    if (args.max_ulp is not None and args.max_ulp < 0) or args.offenders < 0:
         raise ValueError("--max-ulp and --offenders must not be negative")
+    if args.max_kappa is not None and args.max_kappa < 0:
+        raise ValueError(f"--max-kappa {args.max_kappa}: accepted: an integer >= 0")
     shape = None if args.shape is None else _dumps.parse_shape(args.shape)
     actual, expected = (_dumps.read(path, fmt, args.byteorder, shape, label,
                                     *packing_of(args, label.lower(), fmt))
@@ -72,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
                              f"EXPECTED {args.expected} is {expected.shape}")
         # a raw dump (flat) against a .npy file: compare in flat order
         actual, expected = actual.reshape(-1), expected.reshape(-1)
-    options = dict(max_ulp=args.max_ulp, nan=args.nan, signed_zero=not args.ignore_zero_sign,
-                   offenders=args.offenders,
+    options = dict(max_ulp=args.max_ulp, max_kappa=args.max_kappa, nan=args.nan,
+                   signed_zero=not args.ignore_zero_sign, offenders=args.offenders,
                    labels=(f"ACTUAL {args.actual}", f"EXPECTED {args.expected}"),
                    hint="give --fmt")
     # In this process too the chunks are read as a task elsewhere reads them

@@ -3,8 +3,11 @@ against the golden model.
 
 * :func:`compare` gives a :class:`Report`: counts of bit-exact pairs, pairs
   within and beyond tolerance, mismatches by kind (NaN, infinity, sign of
-  zero, ULP distance), the largest ULP distance and where it is, a histogram,
-  and the first offenders with their bit fields;
+  zero, ULP distance, κ), the largest ULP distance and the largest κ and
+  where they are, a histogram, and the first offenders with their bit fields;
+* :func:`kappa`: IEEE P3109's accuracy measure κ of each element pair, the
+  count of the format's values between the actual and the expected value
+  (NaN or ∞ where they do not match on NaNs or infinities);
 * :func:`assert_bitwise_equal` and :func:`assert_ulp_close` raise
   :class:`AssertionError` with the report's table (as :mod:`numpy.testing`);
 * :func:`ulp_distance`: the exact distance between two codes of a format;
@@ -24,9 +27,16 @@ against the golden model.
 True
 """
 
-from ._compare import Offender, Report, assert_bitwise_equal, assert_ulp_close, compare
+from ._compare import (
+    Offender,
+    Report,
+    assert_bitwise_equal,
+    assert_ulp_close,
+    compare,
+    kappa,
+)
 from ._profiles import Profile, profile, profiles
 from ._ulp import ulp_distance
 
 __all__ = ["compare", "Report", "Offender", "assert_bitwise_equal", "assert_ulp_close",
-           "ulp_distance", "Profile", "profile", "profiles"]
+           "ulp_distance", "kappa", "Profile", "profile", "profiles"]

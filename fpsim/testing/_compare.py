@@ -13,16 +13,28 @@ element pair into exactly one of three counts:
   against the opposite infinity: an overflow difference, never within a ULP
   tolerance even though the largest finite value and infinity are 1 ULP
   apart), ``signed_zero_mismatch`` (+0 against -0 under ``signed_zero=True``)
-  and ``ulp_mismatch`` (two values further apart than ``max_ulp``).
+  ``ulp_mismatch`` (two values further apart than ``max_ulp``) and
+  ``kappa_mismatch`` (two values whose κ exceeds ``max_kappa``).
 
 ULP distances (:mod:`fpsim.testing._ulp`) are exact integers on the format's
-ordered codes.  Arrays are processed in chunks, so the memory used is bounded
-whatever the input size (memory-mapped arrays, and dumps read from disk by
+ordered codes; κ, IEEE P3109's accuracy measure (:mod:`fpsim.testing._kappa`),
+is the same count on pairs of finite values, and NaN or ∞ where the pair
+does not match on NaNs or on infinities.  ``max_ulp`` and ``max_kappa``
+combine as follows: with neither, no distance is accepted (``max_ulp=0``);
+with ``max_kappa`` alone, κ is the only distance limit (no ULP limit
+applies); with both, a finite pair must be within both (counted as a ULP
+mismatch when beyond ``max_ulp``, else as a κ mismatch).  NaN codes and the
+sign of zero stay governed by ``nan`` and ``signed_zero`` (κ, a measure on
+values, matches any NaN with any NaN and +0 with -0).
+
+Arrays are processed in chunks, so the memory used is bounded whatever the
+input size (memory-mapped arrays, and dumps read from disk by
 explicit reads, stream through).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Iterator
@@ -35,14 +47,18 @@ from ..array import _common
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
+from . import _kappa
 from ._dumps import Dump
 from ._report import Offender, Report
-from .tally import Partial, Tolerance, summarize
+from .tally import Partial, Tolerance, summarize, unravel
 
-__all__ = ["Offender", "Report", "compare", "assert_bitwise_equal", "assert_ulp_close"]
+__all__ = ["Offender", "Report", "compare", "kappa", "assert_bitwise_equal",
+           "assert_ulp_close"]
 
 CHUNK = 1 << 20
 NAN_RULES = ("any", "exact")
+# A ULP limit above every distance (they are below 2**64): no ULP limit.
+NO_ULP_LIMIT = 1 << 64
 
 # Lists that a test-runner plugin pushes to collect the failing reports made
 # while a test runs (fpsim.testing.pytest_plugin).
@@ -169,8 +185,45 @@ def _check_options(max_ulp: Any, nan: Any, signed_zero: Any, offenders: Any) -> 
         raise ValueError(f"offenders must be a non-negative int, got {offenders!r}")
 
 
-def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_ulp: int = 0,
-            nan: str = "any", signed_zero: bool = True, offenders: int = 10) -> Report:
+def _limits(max_ulp: Any, max_kappa: Any) -> tuple[int | None, Any, int | None]:
+    """``(max_ulp as the report shows it, the ULP limit the tally applies,
+    max_kappa)``: without ``max_ulp`` the limit is 0, or none when
+    ``max_kappa`` is given."""
+    if max_kappa is not None:
+        if isinstance(max_kappa, (bool, np.bool_)) or not isinstance(max_kappa,
+                                                                    (int, np.integer)):
+            raise TypeError(f"max_kappa must be a non-negative int or None, got {max_kappa!r}")
+        if max_kappa < 0:
+            raise ValueError(f"max_kappa must be a non-negative int or None, got {max_kappa!r}")
+        max_kappa = int(max_kappa)
+    if max_ulp is None:
+        return (0, 0, None) if max_kappa is None else (None, NO_ULP_LIMIT, max_kappa)
+    return max_ulp, max_ulp, max_kappa
+
+
+def _finish(tally: Partial, kappas: _kappa.KappaPartial, fmt: Format, shape: tuple[int, ...],
+            tol: Tolerance, max_ulp: int | None, limits: _kappa.Limits) -> Report:
+    """The report of the merged tallies: the ULP tally with κ's mismatches
+    moved from within to beyond tolerance, and κ's maximum and per offender."""
+    if kappas.mismatch:
+        tally.counts["beyond_tolerance"] += kappas.mismatch
+        tally.counts["within_tolerance"] -= kappas.mismatch
+        tally.offenders = sorted(tally.offenders + kappas.offenders)[:tol.offenders]
+    report = tally.report(fmt, shape, tol)
+    report.max_ulp_allowed = None if max_ulp is None else int(max_ulp)
+    report.max_kappa_allowed = limits.max_kappa
+    report.kappa_mismatch = kappas.mismatch
+    report.max_kappa, flat = _kappa.describe(kappas.top)
+    report.max_kappa_index = None if flat is None else unravel(flat, shape)
+    report.offenders = [dataclasses.replace(o, kappa=_kappa.of_codes(o.actual_bits,
+                                                                     o.expected_bits, fmt))
+                        for o in report.offenders]
+    return report
+
+
+def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
+            max_ulp: int | None = None, nan: str = "any", signed_zero: bool = True,
+            offenders: int = 10, max_kappa: int | None = None) -> Report:
     """Compare ``actual`` (what a kernel or device produced) with
     ``expected`` (the golden model's result) element by element.
 
@@ -185,7 +238,8 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_
     fmt:
         The format, when it cannot be inferred or to override it.
     max_ulp:
-        Largest accepted ULP distance between two finite values.
+        Largest accepted ULP distance between two finite values.  Default:
+        0, or no ULP limit when ``max_kappa`` is given.
     nan:
         ``"any"``: any NaN matches any NaN; ``"exact"``: NaN codes must be
         identical (sign and payload).
@@ -193,8 +247,16 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_
         Whether +0 against -0 is a mismatch.
     offenders:
         How many offending pairs (in flat C order) the report keeps.
+    max_kappa:
+        Largest accepted κ, IEEE P3109's count of the format's values
+        between the actual and the expected value (:func:`kappa`); None (the
+        default): κ is measured and reported but not a limit.  On pairs of
+        finite values κ is the ULP distance; with both limits a pair must be
+        within both.
 
-    Returns a :class:`Report`.
+    Returns a :class:`Report`; its ``max_kappa`` is the largest κ over all
+    pairs (NaN where a NaN meets a number, ∞ where an infinity meets a
+    finite value or the other infinity).
 
     Packed data (FP4 two codes a byte, FP6 four in three bytes) and scale
     matrices in the blocked layout are compared as their codes in logical
@@ -221,30 +283,77 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *, max_
     (1, 1, 1, 1, (1,))
     >>> compare(actual[:2], expected[:2], max_ulp=1).ok
     True
+
+    κ is the ULP distance on finite pairs, ∞ for the overflow at index 3
+    (which is 1 ULP), and with ``max_kappa`` alone no ULP limit applies:
+
+    >>> r.max_kappa, r.max_kappa_index, [o.kappa for o in r.offenders]
+    (inf, (3,), [1, 0, inf])
+    >>> r = compare(actual[:3], expected[:3], max_kappa=1, signed_zero=False)
+    >>> r.ok, r.max_kappa, r.max_ulp_allowed
+    (True, 1, None)
     """
     return run(actual, expected, fmt, max_ulp=max_ulp, nan=nan, signed_zero=signed_zero,
-               offenders=offenders)
+               offenders=offenders, max_kappa=max_kappa)
 
 
-def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int, nan: str,
-        signed_zero: bool, offenders: int, labels: tuple[str, str] = ("actual", "expected"),
-        hint: str = "pass fmt=") -> Report:
+def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int | None,
+        nan: str, signed_zero: bool, offenders: int, max_kappa: int | None = None,
+        labels: tuple[str, str] = ("actual", "expected"), hint: str = "pass fmt=") -> Report:
     """:func:`compare`, with the inputs' names and the way to name a format
     as the caller's users know them (the command line's file names and
     ``--fmt``)."""
-    _check_options(max_ulp, nan, signed_zero, offenders)
-    tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
+    shown, applied, max_kappa = _limits(max_ulp, max_kappa)
+    _check_options(applied, nan, signed_zero, offenders)
+    tol = Tolerance(int(applied), nan, bool(signed_zero), int(offenders))
+    limits = _kappa.Limits(max_kappa, tol.max_ulp)
     if _is_dask(actual) or _is_dask(expected):
-        report = _dask_report(actual, expected, fmt, tol, labels, hint)
+        report = _dask_report(actual, expected, fmt, tol, limits, shown, labels, hint)
     else:
         f, shape, a, b = _sources(actual, expected, fmt, labels, hint)
-        tally = Partial()
+        tally, kappas = Partial(), _kappa.KappaPartial()
         for start, stop in _chunks(a.size, CHUNK):
-            tally.merge(summarize(a.read(start, stop), b.read(start, stop), f, tol, start),
-                        tol.offenders)
-        report = tally.report(f, shape, tol)
+            ca, cb = a.read(start, stop), b.read(start, stop)
+            tally.merge(summarize(ca, cb, f, tol, start), tol.offenders)
+            kappas.merge(_kappa.summarize(ca, cb, f, limits, tol.offenders, start),
+                         tol.offenders)
+        report = _finish(tally, kappas, f, shape, tol, shown, limits)
     _collect(report)
     return report
+
+
+def kappa(actual: Any, expected: Any, fmt: Format | str | None = None) -> np.ndarray:
+    """IEEE P3109's accuracy measure κ of each element pair, as a float64
+    array of the inputs' shape (inputs as :func:`compare` takes them).
+
+    For finite ``actual`` and ``expected``, κ counts the format's values from
+    ``expected`` (not counted) to ``actual`` (counted): 0 when they are
+    equal (+0 and -0 are one value), 1 for neighbours, the ULP distance in
+    general.  It is NaN where exactly one of them is a NaN, ∞ where one is
+    an infinity and the other is finite or the other infinity, and 0 where
+    both are NaNs or both the same infinity (P3109 leaves those out of κ's
+    maximum).  The report of :func:`compare` carries the maximum
+    (``max_kappa``: NaN above ∞ above any count) and each offender's κ.
+    Counts above 2**53 (FP64 only) are the nearest float64.
+
+    >>> import numpy as np, fpsim
+    >>> from fpsim.testing import kappa
+    >>> kappa(np.float16([1.0, 2.001953125, np.inf, np.nan, -0.0, np.nan]),
+    ...       np.float16([1.0, 2.0, 65504.0, 1.0, 0.0, np.nan]))
+    array([ 0.,  1., inf, nan,  0.,  0.])
+
+    P3109's worked example (Annex D.1): a Binary8p4se result flushed to zero
+    from the fourth subnormal is 4 values off:
+
+    >>> kappa(np.uint8([0x00, 0x00]), np.uint8([0x04, 0x01]), fpsim.format("binary8p4se"))
+    array([4., 1.])
+    """
+    f, shape, a, b = _sources(actual, expected, fmt)
+    out = np.empty(a.size, np.float64)
+    for start, stop in _chunks(a.size, CHUNK):
+        out[start:stop] = _kappa.as_floats(*_kappa.classify(a.read(start, stop),
+                                                            b.read(start, stop), f))
+    return out.reshape(shape)
 
 
 def _collect(report: Report) -> None:
@@ -260,7 +369,8 @@ def _is_dask(x: Any) -> bool:
 
 
 def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tolerance,
-                 labels: tuple[str, str], hint: str) -> Report:
+                 limits: _kappa.Limits, max_ulp: int | None, labels: tuple[str, str],
+                 hint: str) -> Report:
     """Compare Dask arrays block by block, each block a task on the Dask
     scheduler in use (threads by default, or the active ``distributed``
     client): the blocks' partial tallies, ranked by flat index, merge into
@@ -287,66 +397,74 @@ def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tole
     indexed = shape or (1,)  # the shape the blocks' flat indices address
     block = dask.delayed(_block_partial, pure=True)
     tasks = [block(a.blocks[i], b.blocks[i], tuple(int(s[k]) for s, k in zip(starts, i)),
-                   indexed, f, tol, labels, hint)
+                   indexed, f, tol, limits, labels, hint)
              for i in np.ndindex(*a.numblocks)]
-    tally = Partial()
-    for p in dask.compute(*tasks):
+    tally, kappas = Partial(), _kappa.KappaPartial()
+    for p, k in dask.compute(*tasks):
         tally.merge(p, tol.offenders)
-    return tally.report(f, shape, tol)
+        kappas.merge(k, tol.offenders)
+    return _finish(tally, kappas, f, shape, tol, max_ulp, limits)
 
 
 def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
-                   shape: tuple[int, ...], fmt: Format, tol: Tolerance,
-                   labels: tuple[str, str], hint: str) -> Partial:
-    """The tally of one block whose first element is at ``origin``."""
+                   shape: tuple[int, ...], fmt: Format, tol: Tolerance, limits: _kappa.Limits,
+                   labels: tuple[str, str], hint: str) -> tuple[Partial, _kappa.KappaPartial]:
+    """The tallies (ULP and κ) of one block whose first element is at ``origin``."""
     sources = [_Source(label, np.asarray(x), fmt, hint) for label, x in zip(labels, (a, b))]
     block_shape = np.shape(a)
-    tally = Partial()
+    tally, kappas = Partial(), _kappa.KappaPartial()
     for start, stop in _chunks(sources[0].size, CHUNK):
         # flat indices in the whole array, slice by slice (bounded memory)
         where = np.unravel_index(np.arange(start, stop), block_shape)
         flat = np.ravel_multi_index(tuple(w + o for w, o in zip(where, origin)), shape)
-        tally.merge(summarize(sources[0].read(start, stop), sources[1].read(start, stop), fmt,
-                              tol, flat), tol.offenders)
-    return tally
+        ca, cb = sources[0].read(start, stop), sources[1].read(start, stop)
+        tally.merge(summarize(ca, cb, fmt, tol, flat), tol.offenders)
+        kappas.merge(_kappa.summarize(ca, cb, fmt, limits, tol.offenders, flat), tol.offenders)
+    return tally, kappas
 
 
 def run_files(a: Dump, b: Dump, shape: tuple[int, ...], fmt: Format | None, runner: Any, *,
-              max_ulp: int, nan: str, signed_zero: bool, offenders: int,
-              labels: tuple[str, str], hint: str) -> Report:
+              max_ulp: int | None, nan: str, signed_zero: bool, offenders: int,
+              labels: tuple[str, str], hint: str, max_kappa: int | None = None) -> Report:
     """:func:`run` on two dumps on disk (:func:`fpsim.testing._dumps.read`)
     of as many elements, compared in flat order and reported in ``shape``,
     chunk by chunk on ``runner`` (see :mod:`fpsim.testing._schedulers`):
     each chunk reads its slice of both files where it runs, so the files
     must be readable there.  A file that changed while it was read raises
     :class:`~fpsim.testing._dumps.DumpError`."""
-    _check_options(max_ulp, nan, signed_zero, offenders)
-    tol = Tolerance(int(max_ulp), nan, bool(signed_zero), int(offenders))
+    shown, applied, max_kappa = _limits(max_ulp, max_kappa)
+    _check_options(applied, nan, signed_zero, offenders)
+    tol = Tolerance(int(applied), nan, bool(signed_zero), int(offenders))
+    limits = _kappa.Limits(max_kappa, tol.max_ulp)
     if a.size != b.size:
         raise ValueError(f"length mismatch: {labels[0]} has {a.size} elements, {labels[1]} "
                          f"has {b.size}")
     f = _resolve_format(a, b, fmt, labels, hint)
     _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)  # reject bad dtypes here
-    job = functools.partial(_file_partial, a, b, f, tol, labels, hint)
-    tally = Partial()
-    for _, p in runner.map(job, _chunks(a.size, CHUNK)):
+    job = functools.partial(_file_partial, a, b, f, tol, limits, labels, hint)
+    tally, kappas = Partial(), _kappa.KappaPartial()
+    for _, (p, k) in runner.map(job, _chunks(a.size, CHUNK)):
         tally.merge(p, tol.offenders)
+        kappas.merge(k, tol.offenders)
     if tally.counts["total"] != a.size:
         raise RuntimeError(f"the scheduler returned {tally.counts['total']} of {a.size} "
                            "compared elements")
     for dump in (a, b):  # the counts are of the files as they were opened
         dump.check()
-    report = tally.report(f, shape, tol)
+    report = _finish(tally, kappas, f, shape, tol, shown, limits)
     _collect(report)
     return report
 
 
 def _file_partial(actual: Dump, expected: Dump, fmt: Format, tol: Tolerance,
-                  labels: tuple[str, str], hint: str, span: tuple[int, int]) -> Partial:
+                  limits: _kappa.Limits, labels: tuple[str, str], hint: str,
+                  span: tuple[int, int]) -> tuple[Partial, _kappa.KappaPartial]:
     start, stop = span
     a, b = (_Source(label, dump, fmt, hint, _scratch(i, (stop - start) * dump.dtype.itemsize))
             for i, (label, dump) in enumerate(zip(labels, (actual, expected))))
-    return summarize(a.read(start, stop), b.read(start, stop), fmt, tol, start)
+    ca, cb = a.read(start, stop), b.read(start, stop)
+    return (summarize(ca, cb, fmt, tol, start),
+            _kappa.summarize(ca, cb, fmt, limits, tol.offenders, start))
 
 
 # Buffers that chunks of dumps are read into, one pair per thread, reused:

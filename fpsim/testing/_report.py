@@ -1,4 +1,5 @@
-"""The report of a comparison: counts by kind, the largest ULP distance, a
+"""The report of a comparison: counts by kind, the largest ULP distance and
+the largest κ (IEEE P3109's measure, :mod:`fpsim.testing._kappa`), a
 histogram and the first offenders (see :mod:`fpsim.testing._compare`)."""
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ import numpy as np
 
 from .. import array as _array
 from ..formats import Format
+from . import _kappa
 
 
 @dataclass(frozen=True)
 class Offender:
-    """One element pair beyond tolerance."""
+    """One element pair beyond tolerance: where, of what kind, its ULP
+    distance and its κ, and both codes with their values and bit fields."""
 
     index: tuple[int, ...]
-    kind: str                  # "nan", "inf", "signed_zero" or "ulp"
+    kind: str                  # "nan", "inf", "signed_zero", "ulp" or "kappa"
     ulp: int | None            # None where a NaN is involved
     actual_bits: int
     expected_bits: int
@@ -26,9 +29,11 @@ class Offender:
     actual_fields: str
     expected_fields: str
     hex_digits: int = 1
+    kappa: int | float | None = None  # an int, inf or nan; None where not measured (sweeps)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": list(self.index), "kind": self.kind, "ulp": self.ulp,
+                "kappa": _kappa.to_json(self.kappa),
                 "actual": {"bits": self.hex(self.actual_bits), "fields": self.actual_fields,
                            "value": self.actual_value},
                 "expected": {"bits": self.hex(self.expected_bits),
@@ -43,11 +48,17 @@ class Offender:
 class Report:
     """The outcome of :func:`compare`.  ``str(report)`` is a readable table;
     :meth:`to_dict` is JSON-ready; :attr:`ok` says whether every pair is
-    within tolerance."""
+    within tolerance.
+
+    ``max_kappa`` is IEEE P3109's κ over all pairs (an int, ``inf`` or
+    ``nan``; see :func:`fpsim.testing.kappa`) and ``max_kappa_index`` the
+    first index where it occurs (None when κ is 0); both are None in reports
+    that do not measure κ (sweeps).  ``max_ulp_allowed`` is None when only a
+    κ limit (``max_kappa_allowed``) applies."""
 
     fmt: Format
     shape: tuple[int, ...]
-    max_ulp_allowed: int
+    max_ulp_allowed: int | None
     nan: str
     signed_zero: bool
     total: int = 0
@@ -60,6 +71,10 @@ class Report:
     ulp_mismatch: int = 0
     max_ulp: int = 0
     max_ulp_index: tuple[int, ...] | None = None
+    max_kappa_allowed: int | None = None
+    kappa_mismatch: int = 0
+    max_kappa: int | float | None = None
+    max_kappa_index: tuple[int, ...] | None = None
     bins: list[int] = field(default_factory=lambda: [0] * 65)
     offenders: list[Offender] = field(default_factory=list)
     offender_limit: int = 10
@@ -92,16 +107,20 @@ class Report:
         """The report as plain JSON-ready data."""
         return {
             "format": self.fmt.name, "shape": list(self.shape), "ok": self.ok,
-            "max_ulp_allowed": self.max_ulp_allowed, "nan": self.nan,
+            "max_ulp_allowed": self.max_ulp_allowed,
+            "max_kappa_allowed": self.max_kappa_allowed, "nan": self.nan,
             "signed_zero": self.signed_zero,
             "total": self.total, "exact": self.exact,
             "within_tolerance": self.within_tolerance,
             "beyond_tolerance": self.beyond_tolerance,
             "nan_mismatch": self.nan_mismatch, "inf_mismatch": self.inf_mismatch,
             "signed_zero_mismatch": self.signed_zero_mismatch,
-            "ulp_mismatch": self.ulp_mismatch,
+            "ulp_mismatch": self.ulp_mismatch, "kappa_mismatch": self.kappa_mismatch,
             "max_ulp": self.max_ulp,
             "max_ulp_index": None if self.max_ulp_index is None else list(self.max_ulp_index),
+            "max_kappa": _kappa.to_json(self.max_kappa),
+            "max_kappa_index": (None if self.max_kappa_index is None
+                                else list(self.max_kappa_index)),
             "histogram": self.histogram,
             "histogram_excluded": self.histogram_excluded,
             "offenders": [o.to_dict() for o in self.offenders],
@@ -110,8 +129,10 @@ class Report:
     def summary(self) -> str:
         """The counts in a few lines (the message of the assertions)."""
         verdict = ("OK" if self.total else "OK (nothing compared)") if self.ok else "MISMATCH"
-        options = (f"max_ulp={self.max_ulp_allowed}, nan={self.nan}, "
-                   f"signed_zero={self.signed_zero}")
+        limits = [f"max_ulp={self.max_ulp_allowed}"] if self.max_ulp_allowed is not None else []
+        if self.max_kappa_allowed is not None:
+            limits.append(f"max_kappa={self.max_kappa_allowed}")
+        options = ", ".join(limits + [f"nan={self.nan}", f"signed_zero={self.signed_zero}"])
         where = "" if self.max_ulp_index is None else f" at index {self.max_ulp_index}"
         lines = [
             f"fpsim compare: {verdict}: {self.fmt.name}, shape {self.shape}, {options}",
@@ -124,10 +145,15 @@ class Report:
         for label, count in (("NaN mismatches", self.nan_mismatch),
                              ("inf mismatches", self.inf_mismatch),
                              ("zero-sign mismatches", self.signed_zero_mismatch),
-                             (f"ULP distance > {self.max_ulp_allowed}", self.ulp_mismatch)):
+                             (f"ULP distance > {self.max_ulp_allowed}", self.ulp_mismatch),
+                             (f"kappa > {self.max_kappa_allowed}", self.kappa_mismatch)):
             if count:
                 lines.append(f"    {label:<20} {count:>10}")
         lines.append(f"  max ULP distance     {self.max_ulp:>12}{where}")
+        if self.max_kappa is not None:
+            where = ("" if self.max_kappa_index is None
+                     else f" at index {self.max_kappa_index}")
+            lines.append(f"  max kappa (P3109)    {_kappa.text(self.max_kappa):>12}{where}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -155,12 +181,15 @@ class Report:
                 head = ("the first offender" if shown == 1 else f"the first {shown} offenders")
                 head += f" (of {self.beyond_tolerance})"
             lines.append(f"  {head}:")
-            rows = [(index_label, "kind", "ulp", "actual", "expected", "actual bits (s e f)",
-                     "expected bits (s e f)")]
+            kappa = self.max_kappa is not None  # a column where κ was measured
+            rows = [(index_label, "kind", "ulp", *(("kappa",) if kappa else ()), "actual",
+                     "expected", "actual bits (s e f)", "expected bits (s e f)")]
             for o in self.offenders:
-                rows.append((index_text(o), o.kind,
-                             "-" if o.ulp is None else str(o.ulp), o.actual_value,
-                             o.expected_value, f"{o.hex(o.actual_bits)} {o.actual_fields}",
+                rows.append((index_text(o), o.kind, "-" if o.ulp is None else str(o.ulp),
+                             *((_kappa.text(o.kappa),) if kappa and o.kappa is not None
+                               else ("-",) if kappa else ()),
+                             o.actual_value, o.expected_value,
+                             f"{o.hex(o.actual_bits)} {o.actual_fields}",
                              f"{o.hex(o.expected_bits)} {o.expected_fields}"))
             widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
             for r in rows:
@@ -170,7 +199,9 @@ class Report:
     def __repr__(self) -> str:
         return (f"<Report {self.fmt.name} {'ok' if self.ok else 'MISMATCH'}: {self.total} total, "
                 f"{self.exact} exact, {self.within_tolerance} within, "
-                f"{self.beyond_tolerance} beyond tolerance, max {self.max_ulp} ULP>")
+                f"{self.beyond_tolerance} beyond tolerance, max {self.max_ulp} ULP"
+                + ("" if self.max_kappa is None else f", max kappa {_kappa.text(self.max_kappa)}")
+                + ">")
 
 
 def value_text(code: int, fmt: Format) -> str:
