@@ -195,8 +195,13 @@ def test_mxint8_block_with_amax_3():
 def test_mxint8_zero_block_and_nan_block():
     q = quantize(np.zeros(32, np.float32), "int8", "mx")
     assert mx_codes(q) == (0, [0] * 32)          # X = 2**-127, the all-zero rule
-    with pytest.raises(ValueError, match="cannot represent"):
-        quantize(np.r_[1.0, np.nan, np.zeros(30)].astype(np.float32), "int8", "mx")
+    # OCP MX v1.0: a NaN in the block makes X NaN (0xFF), which makes every
+    # value of the block NaN; the elements are x / 2**0 (1.0 = 64/64) and
+    # the NaN, which no integer holds, is code 0 (INVALID).
+    ctx = fpsim.Context()
+    q = quantize(np.r_[1.0, np.nan, np.zeros(30)].astype(np.float32), "int8", "mx", ctx=ctx)
+    assert mx_codes(q) == (0xFF, [64, 0] + [0] * 30)
+    assert ctx.flags == fpsim.Flag.INVALID and np.isnan(q.dequantize()).all()
 
 
 def test_mxint8_saturation_and_minus_two():

@@ -15,7 +15,10 @@ Each :meth:`DelayedScaling.step` with a tensor ``x``:
    front entry (``"most_recent"``), and where ``a`` is positive and finite
    ``s = (max / a) / 2**margin`` (``max`` the element format's largest
    value; two roundings in the scale format, the second exact unless the
-   result is subnormal), else ``s`` stays.
+   result is subnormal), replaced by the scale format's largest finite
+   value where it overflows to infinity (a tiny ``a``), as Transformer
+   Engine's ``_default_sf_compute`` does; else (``a`` zero, infinite or
+   NaN) ``s`` stays.
 
 The scale starts at 1.
 """
@@ -27,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..context import Context, getcontext
+from ..context import Context, check_saturate, getcontext
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
 from ..ops.operands import Operand
@@ -117,7 +120,7 @@ class DelayedScaling:
         if self.steps % self.interval == 0:
             self._update(ctx)
         recipe = Recipe("tensor", sfmt, "max/amax", rounding=mode_name(self.rounding),
-                        saturate=bool(self.saturate))
+                        saturate=check_saturate(self.saturate))
         return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt),
                          elem, sfmt, recipe, saturated, groups)
 
@@ -134,6 +137,9 @@ class DelayedScaling:
         s = array.div(top, self._history[i:i + 1].reshape(()), ctx, fmt=sfmt)
         if self.margin:
             s = array.div(s, _power_of_two(self.margin, sfmt, ctx), ctx, fmt=sfmt)
+        if np.isinf(array.decode(s, sfmt)):
+            # an amax too small for max / amax to be finite: the largest scale
+            s = np.asarray(sfmt.max_code, array.code_dtype(sfmt))
         self._scale = s
 
 

@@ -25,12 +25,16 @@ picks ``k`` (``e = floor(log2(amax))``):
 
 Then, every rule: ``k`` is clamped to E8M0's range [-127, 127]; an all-zero
 block takes -127 (as gfloat and torchao do); a block holding a NaN has the
-NaN scale; a block holding an infinity takes 127 (``"floor"``, ``"ceil"``,
-``"even"``, ``"rceil_exact"``, as gfloat does) or the NaN scale
-(``"rceil"``, whose FP32 ``d`` is infinite).  Each element is ``V / 2**k``
-(exact: a power of two) rounded into the element format with ``rounding``
-and ``saturate`` (on by default).  NaN elements give NaN codes where the
-element format has them, and an error otherwise.
+NaN scale 0xFF, whatever its element format (OCP MX v1.0: when ``X`` is NaN
+every value of the block is NaN, whatever its elements hold); a block
+holding an infinity takes 127 (``"floor"``, ``"ceil"``, ``"even"``,
+``"rceil_exact"``, as gfloat does) or the NaN scale (``"rceil"``, whose FP32
+``d`` is infinite).  Each element is ``V / 2**k`` (exact: a power of two;
+``k = 0`` under the NaN scale) rounded into the element format with
+``rounding`` and ``saturate`` (on by default).  A NaN element becomes a NaN
+code where the element format has one (E4M3, E5M2); where it has none
+(E3M2, E2M3, E2M1, MXINT8) it becomes code 0 and raises INVALID (the
+block's NaN is carried by its scale alone, as the element cannot hold it).
 
 Integer elements: MXINT8 (``"int8"`` or ``"mxint8"`` here) is OCP MX's
 INT8, 8-bit two's complement with an implicit scale of 2**-6 (values -2 to
@@ -45,9 +49,10 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..context import Context
-from ..formats import E8M0, FP32, FP64
+from ..context import Context, check_saturate
+from ..formats import E8M0, FP32, FP64, Format
 from ..formats import format as _lookup
+from ..modes import Flag
 from ..ops.operands import Operand
 from ._elements import MXINT8, MXINT8_SYM, ElementFormat, IntFormat
 from ._quantize import (
@@ -105,7 +110,8 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     axis, block_size = _axis_and_block(shape, axis, block_size, "MX", 32)
     groups = _Groups("mx", shape, axis=axis, size=block_size)
     recipe = Recipe("mx", E8M0, axis=axis, rounding=mode_name(rounding),
-                    saturate=bool(saturate), block_size=block_size, scale_rounding=scale_rounding)
+                    saturate=check_saturate(saturate), block_size=block_size,
+                    scale_rounding=scale_rounding)
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
@@ -114,9 +120,17 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
     exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
     scaled = np.ldexp(values, -exponent)  # exact: a power of two, within float64's range
+    lost = np.isnan(scaled) if not (isinstance(elem, Format) and elem.has_nan) else None
+    if lost is not None and lost.any():
+        # OCP MX: a NaN scale makes every value of the block NaN, whatever its
+        # elements hold; an element that cannot be NaN is stored as code 0.
+        scaled = np.where(lost, 0.0, scaled)
+    else:
+        lost = None
     data, saturated = checked_cast(scaled.view(np.uint64), FP64, scaled, elem, ctx, rounding,
-                                   saturate, rng, f"a block holds a NaN, which {elem.name} "
-                                   "elements cannot represent (its E8M0 scale would be NaN)")
+                                   saturate, rng, f"a NaN reached the cast into {elem.name}")
+    if lost is not None:
+        ctx.raise_flags(Flag.INVALID)
     return Quantized(_deliver(data, elem), _deliver(scale_codes, E8M0), amax, elem, E8M0,
                      recipe, saturated, groups)
 

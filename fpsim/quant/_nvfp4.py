@@ -9,13 +9,19 @@ context's settings, flags to the context):
    floored at ``eps`` when given;
 2. ``s_enc = (448 × 6) / amax_t``: the tensor's encode scale, which maps the
    tensor's amax to the largest value of an E4M3 scale times the largest
-   E2M1 element (``tensor_scale`` of the result);
+   E2M1 element (``tensor_scale`` of the result); as Transformer Engine's
+   ``compute_global_encode_scaling_factor_FP4``, an ``s_enc`` that
+   overflows to infinity (a tiny amax) is FP32's largest finite value, and
+   ``s_enc`` is 1 where ``amax_t`` is zero (no division: an all-zero
+   tensor) or infinite (``s_enc`` would be 0);
 3. per block: ``amax_b`` (exact, in FP32), ``d = amax_b / 6``, then the
    block scale ``S_b = E4M3(d × s_enc)`` (rounded to nearest even,
    saturating: ``scale`` of the result);
-4. the block's multiplier ``s_enc / S_b``; where ``S_b`` is zero (a zero
-   block, or one too small for E4M3 beside the tensor's amax) the
-   multiplier is zero: those elements become zeros;
+4. the block's multiplier ``s_enc / S_b``, FP32's largest finite value
+   where it overflows (as Transformer Engine clamps it); where ``S_b`` is
+   zero (a zero block, or one too small for E4M3 beside the tensor's amax)
+   the multiplier is zero, without a division (no flag): those elements
+   become zeros;
 5. each element: ``E2M1(x × multiplier)`` with ``rounding`` (stochastic
    included) and ``saturate``.
 
@@ -30,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..context import Context
+from ..context import Context, check_saturate
 from ..formats import E2M1, E4M3, FP32
 from ..formats import format as _lookup
 from ..ops.operands import Operand
@@ -63,7 +69,7 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
     axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4", 16)
     groups = _Groups("mx", source.codes.shape, axis=axis, size=block_size)
     recipe = Recipe("nvfp4", FP32, axis=axis, eps=eps, rounding=mode_name(rounding),
-                    saturate=bool(saturate), block_size=block_size)
+                    saturate=check_saturate(saturate), block_size=block_size)
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
@@ -71,19 +77,40 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
         amax_t = np.array(amax_b.max() if amax_b.size else 0.0)  # NaN wins, as in a block
     floor = None if eps is None else array.encode(np.array(float(eps)), FP32, ctx)
     amax_t32 = _floored(array.encode(amax_t, FP32, ctx), floor, FP32, ctx)
-    top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
-    s_enc = array.div(top, amax_t32, ctx, fmt=FP32)
+    s_enc = _encode_scale(amax_t32, ctx)
     six = np.broadcast_to(array.encode(np.array(6.0), FP32, ctx), amax_b.shape)
     amax_b32 = array.encode(amax_b, FP32, ctx)
     d = array.div(amax_b32, six, ctx, fmt=FP32)
     block_scale = array.convert(array.mul(d, np.broadcast_to(s_enc, d.shape), ctx, fmt=FP32),
                                 FP32, E4M3, ctx, rounding="rne", saturate=True)
     s_b = array.convert(block_scale, E4M3, FP32, ctx)
-    multiplier = array.div(np.broadcast_to(s_enc, s_b.shape), s_b, ctx, fmt=FP32)
-    multiplier = np.where(array.decode(s_b, FP32) == 0, np.uint32(0), multiplier).astype(
-        np.uint32)
+    zero = array.decode(s_b, FP32) == 0
+    divisor = np.where(zero, _FP32_ONE, s_b).astype(np.uint32)  # no division by a zero S_b
+    multiplier = _finite(array.div(np.broadcast_to(s_enc, s_b.shape), divisor, ctx, fmt=FP32))
+    multiplier = np.where(zero, np.uint32(0), multiplier).astype(np.uint32)
     data, saturated = scale_and_cast(source, E2M1, FP32, groups.expand(multiplier), ctx,
                                      rounding, saturate, rng)
     return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
                      _deliver(amax_b32, FP32), E2M1, E4M3, recipe,
                      saturated, groups, tensor_scale=_deliver(s_enc, FP32))
+
+
+_FP32_MAX = np.uint32(0x7F7FFFFF)
+_FP32_ONE = np.uint32(0x3F800000)
+
+
+def _finite(codes: np.ndarray) -> np.ndarray:
+    """FP32 codes with +infinity replaced by FP32's largest finite value
+    (the multipliers and ``s_enc`` are positive or NaN)."""
+    return np.where(codes == np.uint32(0x7F800000), _FP32_MAX, codes).astype(np.uint32)
+
+
+def _encode_scale(amax_t32: np.ndarray, ctx: Context) -> np.ndarray:
+    """``s_enc = 2688 / amax_t`` in FP32 (0-d codes), Transformer Engine's
+    way: FP32's max where the quotient overflows, 1 where amax_t is zero
+    (the division is not made, so no flag) or infinite."""
+    amax = float(array.decode(amax_t32, FP32))
+    if amax == 0 or amax == np.inf:
+        return np.asarray(_FP32_ONE)
+    top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
+    return np.asarray(_finite(array.div(top, amax_t32, ctx, fmt=FP32)))

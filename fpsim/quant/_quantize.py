@@ -20,6 +20,12 @@ index along an axis, or rectangular tiles) and, in each group, computes:
 6. the element: the scaled value rounded into the element format with
    ``rounding`` (stochastic included) and ``saturate``.
 
+A group whose amax is zero in ``S`` (all its elements zero, or too small
+for ``S``) and is not floored by ``eps`` has the scale 1 and no division
+is made (no flag): its elements are ``x`` converted to ``S``, zeros.  This
+is Transformer Engine's rule (``compute_scale_from_amax`` returns 1 for a
+zero amax); a kernel that divides anyway computes ``0 × inf`` = NaN.
+
 Steps 1-5 run under the context's settings (its rounding mode, ftz, daz;
 round-to-nearest-even by default), and every step's flags reach it.
 ``dequantize()`` gives each element's value times the scale (``"amax/max"``)
@@ -35,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..context import Context, getcontext
+from ..context import Context, check_saturate, getcontext
 from ..formats import FP32, Format
+from ..modes import Saturation
 from ..ops.operands import Operand, declared
 from . import _checks
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
@@ -58,7 +65,7 @@ class Recipe:
     block: tuple[int, int] | None = None
     eps: float | None = None
     rounding: str = "rne"
-    saturate: bool = True
+    saturate: bool | Saturation = True
     block_size: int | None = None
     scale_rounding: str | None = None
 
@@ -78,7 +85,7 @@ class Recipe:
         return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
                 f"{'' if self.eps is None else f', divisor floored at eps={self.eps!r}'}; "
                 f"elements rounded {self.rounding}, "
-                f"{'saturating' if self.saturate else 'not saturating'}")
+                f"{_saturation_words(self.saturate)}")
 
 
 @dataclass
@@ -141,6 +148,12 @@ def _codes(data: np.ndarray, fmt: ElementFormat) -> np.ndarray:
     if isinstance(fmt, IntFormat) or data.dtype.kind in "iu":
         return data
     return data.view(array.code_dtype(fmt))
+
+
+def _saturation_words(saturate: bool | Saturation) -> str:
+    if saturate is True or saturate is False:
+        return "saturating" if saturate else "not saturating"
+    return f"saturation {saturate}"
 
 
 def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context | None = None,
@@ -214,7 +227,7 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                          "element max / amax, elements = x × scale)")
     groups = _groups(scaling, source.codes.shape, 0 if axis is None else axis)
     recipe = Recipe(groups.kind, sfmt, scale_rule, groups.axis, groups.block, eps,
-                    mode_name(rounding), bool(saturate))
+                    mode_name(rounding), check_saturate(saturate))
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
@@ -222,13 +235,18 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     amax = array.encode(group_amax, sfmt, ctx)
     floor = None if eps is None else array.encode(np.array(float(eps)), sfmt, ctx)
     top = np.broadcast_to(array.encode(np.array(float(elem.max)), sfmt, ctx), amax.shape)
+    one = np.broadcast_to(array.encode(np.array(1.0), sfmt, Context()), amax.shape)
     if scale_rule == "amax/max":
         scale = _floored(array.div(amax, top, ctx, fmt=sfmt), floor, sfmt, ctx)
-        one = np.broadcast_to(array.encode(np.array(1.0), sfmt, ctx), scale.shape)
+        # A group of zeros (amax zero, no eps): scale 1, no division.
+        dead = (array.decode(amax, sfmt) == 0) & (array.decode(scale, sfmt) == 0)
+        scale = np.where(dead, one, scale).astype(scale.dtype)
         multiplier = array.div(one, scale, ctx, fmt=sfmt)
     else:
         amax = _floored(amax, floor, sfmt, ctx)
-        scale = array.div(top, amax, ctx, fmt=sfmt)
+        dead = array.decode(amax, sfmt) == 0
+        scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=sfmt)
+        scale = np.where(dead, one, scale).astype(scale.dtype)
         multiplier = scale
     data, saturated = scale_and_cast(source, elem, sfmt, groups.expand(multiplier), ctx,
                                      rounding, saturate, rng)

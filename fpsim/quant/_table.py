@@ -61,10 +61,9 @@ def _block(dtype: str, amax: Any, size: int, elem_max: float) -> np.ndarray:
 def scale_table(scaling: str = "mx", scale_rounding: str = "floor") -> str:
     """The table for ``scaling="mx"`` under one ``scale_rounding`` (each
     cell the block's scale exponent ``k`` of ``X = 2**k``; ``NaN`` for the
-    NaN scale 0xFF; ``refused`` where quantize() raises: a NaN in a block
-    of elements that have no NaN), or for ``scaling="nvfp4"`` (the block's
-    E4M3 scale and the FP32 tensor scale, the block being the whole
-    tensor).
+    NaN scale 0xFF), or for ``scaling="nvfp4"`` (the block's E4M3 scale and
+    the FP32 tensor scale, the block being the whole tensor; ``refused``
+    where quantize() raises: a NaN, which no NVFP4 step carries).
 
     >>> print(scale_table("mx", "rceil").splitlines()[14])
     next FP32 above the element max       1     1     1     1     1     0

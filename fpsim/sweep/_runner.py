@@ -52,7 +52,8 @@ def _settings(ctx: Context | None, rounding: Any) -> tuple[tuple[str, Any], ...]
         ctx.rounding = rounding
     if ctx.rounding in STOCHASTIC:
         raise ValueError("a sweep needs a deterministic rounding mode (rne, rna, rtz, rup, "
-                         "rdn, raz, rto): stochastic rounding draws bits the candidate cannot share")
+                         "rdn, raz, rto): stochastic rounding draws bits the candidate cannot "
+                         "share")
     # The NaN policy travels as itself (a frozen dataclass): a custom one
     # may share a preset's name.
     return (("rounding", ctx.rounding.value), ("saturate", ctx.saturate), ("ftz", ctx.ftz),
