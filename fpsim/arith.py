@@ -192,6 +192,8 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
     operation.  Otherwise it is the flag of the operation that made the
     infinity (DIVIDE_BY_ZERO for x/0 and logb(0)), the only flag raised."""
     code, stays = infinity_code(fmt, negative, env[1][1])
+    if negative and not fmt.signed:  # -inf in an unsigned format: NaN
+        computed = INVALID
     return _done(env, fmt, code, computed or (0 if stays else INVALID))
 
 

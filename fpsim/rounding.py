@@ -318,8 +318,8 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any) -> tuple[int, bool
     ``saturate=True`` (SatFinite) gives ±max; ``False`` gives ±inf, or NaN
     in a format without infinity (±max in one without NaN either);
     SatPropagate and OvfInf give ±inf, or ±max in a format without infinity.
-    A negative infinity into an unsigned format is not handled here (callers
-    give NaN and INVALID).
+    A negative infinity in an unsigned format is the NaN (callers raise
+    INVALID, as for any negative result there).
 
     >>> from fpsim.formats import E4M3, FP16
     >>> infinity_code(E4M3, False, False), infinity_code(E4M3, False, Saturation.OVF_INF)
@@ -327,6 +327,8 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any) -> tuple[int, bool
     >>> infinity_code(FP16, True, Saturation.SAT_PROPAGATE), infinity_code(FP16, True, True)
     ((64512, True), (64511, False))
     """
+    if negative and not fmt.signed:
+        return nan_or_error(fmt, negative, "-inf"), False
     sign = fmt.sign_bit if negative else 0
     if fmt.has_inf and saturate is not True:
         return sign | fmt.inf_code, True  # type: ignore[operator]

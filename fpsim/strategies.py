@@ -21,6 +21,12 @@ rounding boundaries of a narrower one (the midpoints between its adjacent
 values, its overflow threshold, its underflow boundaries): the inputs where
 a conversion is most likely to be wrong.
 
+``formats()`` draws formats: the registered ones (the eight-bit IEEE
+P3109 formats and ml_dtypes' FP8 types among them) and, with
+``p3109=True``, every P3109 format of 3 to 16 bits.  Every strategy here
+takes any format, P3109 ones of every width included (unsigned, with or
+without infinities, P = 1 without fraction bits).
+
 >>> import fpsim
 >>> from hypothesis import find, given
 >>> @given(values("e4m3", allow_nan=False))
@@ -52,7 +58,7 @@ from .formats import FP32, FP64, Format, Specials
 from .formats import format as _lookup
 from .value import Float
 
-__all__ = ["codes", "values", "arrays", "rounding_inputs"]
+__all__ = ["codes", "values", "arrays", "rounding_inputs", "formats"]
 
 # A point of the extended real line, ordered so that -0 < +0 as in
 # hypothesis.strategies.floats: (-1, 0, 0) is -inf, (1, 0, 0) is +inf and
@@ -230,10 +236,10 @@ def arrays(
     cdt = code_dtype(f)
     vdt = value_dtype(f)
     if as_codes is False and vdt is None:
+        with_dtype = ", ".join(g.name for g in _registered() if value_dtype(g) is not None)
         raise ValueError(
             f"{f.name} has no numpy or ml_dtypes value dtype; ask for its codes "
-            "(as_codes=True or None). Formats with a value dtype: fp64, fp32, fp16, bf16, "
-            "e4m3, e5m2, e4m3fnuz, e5m2fnuz, e3m2, e2m3, e2m1, e8m0"
+            f"(as_codes=True or None). Formats with a value dtype: {with_dtype}"
         )
     elements = codes(
         f, min_value=min_value, max_value=max_value, allow_nan=allow_nan,
@@ -347,7 +353,62 @@ def rounding_inputs(
     return drawn if as_codes else drawn.map(src.from_bits)
 
 
+def formats(*, p3109: bool = False, max_width: int | None = None) -> SearchStrategy[Format]:
+    """Formats: every registered one (:func:`fpsim.formats`: the IEEE, OCP
+    and ml_dtypes formats and the 30 eight-bit IEEE P3109 formats) and, with
+    ``p3109=True``, every IEEE P3109 format ``binary{K}p{P}{s|u}{e|f}`` of
+    K = 3 to 16 bits as well (504 formats, :func:`fpsim.formats.p3109`).
+    Draws shrink towards the registered formats, FP64 first.
+
+    Parameters
+    ----------
+    p3109:
+        Whether the P3109 formats of every width are drawn too.  Off by
+        default: formats you do not name are made on first use, and
+        :func:`rounding_inputs` needs a wider source than FP64 for some
+        (binary16p1se reaches 2^16382).
+    max_width:
+        Draw only formats of at most this many bits (for tests that
+        enumerate every code).
+
+    Examples
+    --------
+    >>> from hypothesis import find
+    >>> find(formats(), lambda f: f.name.startswith("binary")).name
+    'binary8p1se'
+    >>> find(formats(p3109=True, max_width=4), lambda f: not f.signed and f.infinities).name
+    'binary3p1ue'
+    """
+    _check_bool("p3109", p3109)
+    if max_width is not None and (isinstance(max_width, bool) or not isinstance(max_width, int)):
+        raise TypeError(f"max_width must be an int or None, got {max_width!r}")
+    chosen = list(_registered())
+    if p3109:
+        names = {f.name for f in chosen}
+        chosen += [f for f in _p3109_family() if f.name not in names]
+    if max_width is not None:
+        chosen = [f for f in chosen if f.width <= max_width]
+    if not chosen:
+        raise ValueError(f"no format has at most max_width={max_width} bits")
+    return st.sampled_from(chosen)
+
+
 # -- helpers -------------------------------------------------------------------
+
+
+def _registered() -> list[Format]:
+    from .formats import formats as registered
+    return registered()
+
+
+def _p3109_family() -> list[Format]:
+    """Every IEEE P3109 format, by width, precision, signed before unsigned,
+    extended before finite."""
+    from .formats import P3109_MAX_K, P3109_MIN_K, p3109
+    return [p3109(k, p, signed, extended)
+            for k in range(P3109_MIN_K, P3109_MAX_K + 1) for p in range(1, k + 1)
+            for signed in (True, False) for extended in (True, False)
+            if p < k or not signed]
 
 
 def _format(fmt: Any, name: str = "fmt") -> Format:

@@ -42,7 +42,6 @@ from fpsim import arith
 from fpsim import array as fa
 
 from oracle import SPECS, flags_as, pow2, ref_rational
-from oracle import Flag as RefFlag
 
 Flag = fpsim.Flag
 SATURATIONS = [False, True, "satpropagate", "ovfinf"]

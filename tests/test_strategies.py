@@ -2,9 +2,13 @@
 options; the notable codes are reached at once; arrays have the promised
 dtypes; rounding_inputs lie on and near the rounding boundaries, checked by
 an exact computation written here from the format's parameters and against
-ml_dtypes' casts."""
+ml_dtypes' casts.  The IEEE P3109 formats of every width (K = 3 to 16,
+unsigned, finite, P = 1) are checked against gfloat's decode and rounding,
+ml_dtypes' float8_e3m4, float8_e4m3 and float8_e4m3b11fnuz against
+ml_dtypes' own decoding, and formats() against the P3109 rule."""
 
 import math
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -12,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gfloat import FloatClass, RoundMode, decode_float, round_float
+from gfloat.formats import format_info_p3109
+from gfloat.types import Domain, Signedness
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
@@ -421,6 +428,160 @@ def test_rounding_inputs_codes_and_explicit_source():
 def test_bad_arguments_name_the_problem(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# -- the formats added later, against gfloat and ml_dtypes ------------------
+
+P3109_NAME = re.compile(r"binary(\d+)p(\d+)([su])([ef])$")
+
+
+def gfloat_info(fmt):
+    k, p, sign, domain = P3109_NAME.match(fmt.name).groups()
+    return format_info_p3109(int(k), int(p),
+                             Signedness.Signed if sign == "s" else Signedness.Unsigned,
+                             Domain.Extended if domain == "e" else Domain.Finite)
+
+
+# P3109 formats of every width whose values fit a float64 (gfloat's decode):
+# every P and kind of K = 3 and 5, P = 1 of K = 9, the eight-bit ones, and
+# a few wide ones.
+P3109_SAMPLE = ([f for f in fst._p3109_family() if f.width in (3, 5)]
+                + [f for f in FORMATS if P3109_NAME.match(f.name)]
+                + [fpsim.format(n) for n in ("binary9p1se", "binary9p1ue", "binary10p2uf",
+                                             "binary12p5uf", "binary13p4se", "binary16p8se",
+                                             "binary16p11uf", "binary16p16ue")])
+OPTION_NAMES = ("allow_nan", "allow_infinity", "allow_subnormal", "allow_negative",
+                "allow_zero")
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_drawn_codes_of_any_p3109_format_honour_the_options_by_gfloat(data):
+    """Whatever the options, a drawn code is one that gfloat's decode puts in
+    an allowed class, and fpsim.strategies.values gives gfloat's value."""
+    fmt = data.draw(st.sampled_from(P3109_SAMPLE), label="fmt")
+    options = data.draw(st.fixed_dictionaries({n: st.booleans() for n in OPTION_NAMES}))
+    fi = gfloat_info(fmt)
+    try:
+        strategy = fst.codes(fmt, **options)
+    except ValueError:   # nothing left: gfloat agrees there is nothing
+        return
+    code = data.draw(strategy, label="code")
+    d = decode_float(fi, code)
+    assert 0 <= code < 2 ** fi.k
+    assert d.fclass is not FloatClass.NAN or options["allow_nan"]
+    assert d.fclass is not FloatClass.INFINITE or options["allow_infinity"]
+    assert d.fclass is not FloatClass.SUBNORMAL or options["allow_subnormal"]
+    assert d.fclass is not FloatClass.ZERO or options["allow_zero"]
+    assert not d.signbit or options["allow_negative"] or d.fclass is FloatClass.NAN
+    x = fmt.from_bits(code)
+    assert (math.isnan(d.fval) and x.is_nan) or float(x) == d.fval
+
+
+@pytest.mark.parametrize("fmt", P3109_SAMPLE, ids=ids)
+def test_every_class_gfloat_knows_is_reached(fmt):
+    """The NaN, ±inf, the smallest subnormal, ±max and zero, where gfloat
+    says the format has them, each found at once."""
+    fi = gfloat_info(fmt)
+    targets = {"max": lambda d: d.fval == fi.max, "zero": lambda d: d.fval == 0}
+    if fi.num_nans:
+        targets["nan"] = lambda d: d.fclass is FloatClass.NAN
+    if fi.domain is Domain.Extended:
+        targets["inf"] = lambda d: d.fval == math.inf
+    if fi.has_subnormals and fi.precision > 1:
+        targets["min subnormal"] = lambda d: d.fval == fi.smallest_subnormal
+    if fi.is_signed:
+        targets["-max"] = lambda d: d.fval == -fi.max
+        if fi.domain is Domain.Extended:
+            targets["-inf"] = lambda d: d.fval == -math.inf
+    for name, pred in targets.items():
+        find(fst.codes(fmt), lambda c, pred=pred: pred(decode_float(fi, c)), settings=QUICK)
+
+
+@pytest.mark.parametrize("fmt", [f for f in P3109_SAMPLE if f.width <= 10 and f.emax <= 100],
+                         ids=ids)
+@FEW
+@given(data=st.data())
+def test_rounding_inputs_of_p3109_formats_are_gfloat_ties(fmt, data):
+    """An exact rounding input lies halfway between gfloat's two directed
+    roundings of it (or is the smallest normal value)."""
+    fi = gfloat_info(fmt)
+    v = float(data.draw(fst.rounding_inputs(fmt, max_ulps=0, allow_negative=False)))
+    if v == fmt.min_normal:
+        return
+    low = round_float(fi, v, RoundMode.TowardZero)
+    high = round_float(fi, v, RoundMode.TowardPositive)
+    if v > fi.max:   # the overflow threshold: max + ulp(max)/2
+        ulp = math.ldexp(1, math.frexp(fi.max)[1] - fi.precision)   # in max's binade
+        assert v == fi.max + ulp / 2, v
+        return
+    assert low < v < high and v - low == high - v, (v, low, high)
+
+
+@pytest.mark.parametrize("name, dtype", [("e3m4", "float8_e3m4"), ("e4m3ieee", "float8_e4m3"),
+                                         ("e4m3b11fnuz", "float8_e4m3b11fnuz")])
+def test_ml_dtypes_fp8_types_draw_their_values_and_reach_their_classes(name, dtype):
+    """Every drawn code decodes as ml_dtypes decodes it; the strategies reach
+    ml_dtypes' max, smallest subnormal, inf and NaN where the type has them."""
+    import ml_dtypes
+    dt = getattr(ml_dtypes, dtype)
+    table = np.arange(256, dtype=np.uint8).view(dt).astype(np.float64)
+    fmt = fpsim.format(name)
+    info = ml_dtypes.finfo(dt)
+
+    @FEW
+    @given(fst.values(fmt))
+    def drawn(x):
+        v = table[x.bits]
+        assert (np.isnan(v) and x.is_nan) or float(x) == v
+
+    drawn()
+    wanted = [float(info.max), -float(info.max), float(info.smallest_subnormal)]
+    wanted += [v for v in (math.inf, -math.inf) if np.isinf(table).any() and v in table]
+    for w in wanted:
+        find(fst.codes(fmt), lambda c, w=w: table[c] == w, settings=QUICK)
+    find(fst.codes(fmt), lambda c: np.isnan(table[c]), settings=QUICK)
+    a = find(fst.arrays(fmt, 3, as_codes=False), lambda a: True, settings=QUICK)
+    assert a.dtype == dt
+
+
+def test_formats_draws_the_registered_formats_and_opt_in_every_p3109_one():
+    """formats(): exactly fpsim.formats(); with p3109=True the P3109 family
+    as its rule lists it (K = 3..16; P = 1..K-1 signed, 1..K unsigned; e
+    and f), 504 formats more than the 30 registered."""
+    drawn = lambda **kw: {f.name for f in fst.formats(**kw).elements}
+    registered = {f.name for f in fpsim.formats()}
+    assert drawn() == registered
+    rule = {f"binary{k}p{p}{s}{d}" for k in range(3, 17) for s in "su"
+            for p in range(1, k + (s == "u")) for d in "ef"}
+    assert len(rule) == 504
+    assert drawn(p3109=True) == registered | rule
+    assert all(fpsim.format(n).width <= 6 for n in drawn(p3109=True, max_width=6))
+    assert "binary6p6ue" in drawn(p3109=True, max_width=6)
+    with pytest.raises(ValueError, match="max_width=2"):
+        fst.formats(max_width=2)
+    with pytest.raises(TypeError, match="p3109"):
+        fst.formats(p3109="yes")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_strategy_takes_any_drawn_format(data):
+    """codes, values, arrays and rounding_inputs on formats drawn by
+    formats(p3109=True): valid codes, and rounding inputs where a built-in
+    source is wide enough (a ValueError naming it otherwise)."""
+    fmt = data.draw(fst.formats(p3109=True), label="fmt")
+    code = data.draw(fst.codes(fmt, allow_nan=False))
+    assert 0 <= code < 2 ** fmt.width and not fmt.from_bits(code).is_nan
+    assert data.draw(fst.values(fmt, min_value=0, max_value=1)).value <= 1
+    a = data.draw(fst.arrays(fmt, 2, as_codes=True))
+    assert a.shape == (2,) and a.dtype == code_dtype(fmt)
+    try:
+        x = data.draw(fst.rounding_inputs(fmt, max_ulps=1))
+    except ValueError as e:
+        assert "wider" in str(e) and fmt.emax > 1023 or fmt.mantissa_bits >= 52, (fmt, e)
+    else:
+        assert x.fmt.name in ("fp32", "fp64")
 
 
 def test_import_fpsim_does_not_import_hypothesis():

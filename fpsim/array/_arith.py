@@ -617,6 +617,8 @@ class _Result:
         code = np.where(negative, U64(neg), U64(pos))
         self.codes[where] = np.broadcast_to(code, where.shape)[where]
         self.flags[where] = computed or (0 if stays else INVALID)
+        if not fmt.signed:  # -inf in an unsigned format: NaN and INVALID
+            self.flags[where & negative] = INVALID
 
     def finite(self, where: np.ndarray, negative: np.ndarray, sig: np.ndarray,
                exp: np.ndarray, sticky: np.ndarray | None, rand: np.ndarray | None
