@@ -168,6 +168,8 @@ def test_bad_setting_values(name, func, args):
     with pytest.raises(ValueError, match="unknown rounding mode 'nearest-odd'; accepted: rne"):
         func(*args, rounding="nearest-odd")
     with pytest.raises(TypeError, match="saturate must be True or False"):
+        func(*args, saturate=1)
+    with pytest.raises(ValueError, match="unknown saturation mode 'yes'; accepted: False, True"):
         func(*args, saturate="yes")
     with pytest.raises(TypeError, match="ftz must be True or False"):
         func(*args, ftz=1)
