@@ -178,7 +178,7 @@ def test_delayed_scaling_margin_below_float64s_limit_is_unchanged():
     ({"eps": 10**400}, ValueError, "accepted a positive number"),
     ({"eps": "1e-3"}, TypeError, "eps must be a real number"),
     ({"rounding": "nearest_odd"}, ValueError, "unknown rounding mode"),
-    ({"saturate": "yes"}, TypeError, "saturate must be True or False"),
+    ({"saturate": "yes"}, ValueError, "unknown saturation mode 'yes'"),
     ({"rng": -1}, ValueError, "rng seed -1 is negative; accepted an int >= 0"),
     ({"rng": 1.5}, TypeError, "rng must be a numpy.random.Generator or an int seed"),
     ({"rng": random.Random(1)}, TypeError, "rng must be a numpy.random.Generator"),

@@ -36,9 +36,23 @@ CUSTOM = [
     fpsim.Format("custom_e3m3fnuz", 3, 3, 4, "fnuz"),
     fpsim.Format("custom_ue4m0", 4, 0, 7, "fn", subnormals=False, signed=False),
 ]
-ALL = FORMATS + CUSTOM
-SMALL = [f for f in ALL if f.width <= 8]  # small enough to enumerate per example
 ids = lambda f: f.name
+P3109_NAME = re.compile(r"binary(\d+)p(\d+)([su])([ef])$")
+# The default run takes every format outside IEEE P3109's family and four of
+# its eight-bit members (signed and unsigned, extended and finite, P = 1 and
+# P > 1); tox -e exhaustive takes every format.
+P3109_DEFAULT = {"binary8p3se", "binary8p1ue", "binary8p4sf", "binary8p5uf"}
+
+
+def sampled(formats):
+    """``formats`` as parameters, those of P3109's family outside the
+    default sample marked exhaustive."""
+    return [f if not P3109_NAME.match(f.name) or f.name in P3109_DEFAULT
+            else pytest.param(f, marks=pytest.mark.exhaustive, id=f.name) for f in formats]
+
+
+ALL = sampled(FORMATS + CUSTOM)
+SMALL = sampled([f for f in FORMATS + CUSTOM if f.width <= 8])  # enumerable per example
 # find() must succeed well within this; the first example found is all we need.
 QUICK = settings(max_examples=300, database=None, phases=[Phase.generate])
 FEW = settings(max_examples=30)  # per format: many formats, cheap properties
@@ -214,7 +228,9 @@ def notable_targets(fmt):
 
 @pytest.mark.parametrize(
     "fmt, name, code",
-    [(f, name, code) for f in ALL for name, code in notable_targets(f).items()],
+    [(f, name, code) if not P3109_NAME.match(f.name) or f.name in P3109_DEFAULT
+     else pytest.param(f, name, code, marks=pytest.mark.exhaustive)
+     for f in FORMATS + CUSTOM for name, code in notable_targets(f).items()],
     ids=lambda v: v.name if isinstance(v, fpsim.Format) else str(v),
 )
 def test_notable_code_is_found_at_once(fmt, name, code):
@@ -319,7 +335,7 @@ def src_ulp(src, v):
     return Fraction(2) ** (e - src.mantissa_bits)
 
 
-TARGETS = [f for f in ALL if f is not fpsim.FP64]
+TARGETS = sampled([f for f in FORMATS + CUSTOM if f is not fpsim.FP64])
 
 
 @pytest.mark.parametrize("fmt", TARGETS, ids=ids)
@@ -432,7 +448,6 @@ def test_bad_arguments_name_the_problem(call, error, match):
 
 # -- the formats added later, against gfloat and ml_dtypes ------------------
 
-P3109_NAME = re.compile(r"binary(\d+)p(\d+)([su])([ef])$")
 
 
 def gfloat_info(fmt):
@@ -478,7 +493,9 @@ def test_drawn_codes_of_any_p3109_format_honour_the_options_by_gfloat(data):
     assert (math.isnan(d.fval) and x.is_nan) or float(x) == d.fval
 
 
-@pytest.mark.parametrize("fmt", P3109_SAMPLE, ids=ids)
+@pytest.mark.parametrize("fmt", [
+    f if f.width != 8 and f.width != 5 or f.name in P3109_DEFAULT
+    else pytest.param(f, marks=pytest.mark.exhaustive, id=f.name) for f in P3109_SAMPLE], ids=ids)
 def test_every_class_gfloat_knows_is_reached(fmt):
     """The NaN, ±inf, the smallest subnormal, ±max and zero, where gfloat
     says the format has them, each found at once."""

@@ -19,6 +19,9 @@ def add(sub: Any) -> None:
                     help="directory (default spec/vectors, as in a checkout of fpsim)")
     vc.add_argument("--check", action="store_true",
                     help="exit 1 unless DIR holds exactly what fpsim generates now")
+    vc.add_argument("--formats", metavar="NAME[,NAME...]", default=None,
+                    help="with --check: check only these formats' folders and manifest lines "
+                         "(default: every format)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,11 +34,15 @@ def run(args: argparse.Namespace) -> int:
             # 'missing:' line per vector file.
             raise UsageError(f"--check: no folder {out} here; run it from a checkout of "
                              "fpsim, or name the folder with --out DIR")
-        problems = _vectors.check(out)
+        only = None if args.formats is None else {n.strip() for n in args.formats.split(",")}
+        problems = _vectors.check(out, only)
         for p in problems:
             emit(p)
         emit(f"{out}: {'up to date' if not problems else plural(len(problems), 'problem')}")
         return 1 if problems else 0
+    if args.formats is not None:
+        raise UsageError("--formats selects what --check reads; writing writes every format "
+                         "(and the manifest of all of them)")
     names = _vectors.write(out)
     emit(f"wrote {plural(len(names), 'vector file')} and {_vectors.MANIFEST} under {out}")
     return 0
