@@ -428,3 +428,17 @@ def test_the_in_order_probe_agrees_with_an_explicit_running_sum():
 def test_workers_must_be_a_positive_integer(workers):
     with pytest.raises(ValueError, match="workers="):
         ops.softmax(_rows(1, (2, 3)), workers=workers)
+
+
+@pytest.mark.parametrize("fmt", [fpsim.FP16, fpsim.BF16], ids=lambda f: f.name)
+def test_widening_by_bits_equals_the_general_conversion_on_every_code(fmt):
+    """FP16 and BF16 codes widen to FP32 by integer operations: every
+    non-NaN code as the general conversion gives it (exact, no flag), and
+    any NaN among the codes leaves the conversion to the general path."""
+    codes = np.arange(1 << 16, dtype=np.uint16)
+    want, flags = array.convert(codes, fmt, fpsim.FP32, fpsim.Context(), return_flags=True)
+    nan = np.isnan(array.decode(codes, fmt))
+    fast = _fast32.Fast32(Steps(fpsim.Context(), None, {}), fpsim.Context())
+    got = fast.widen(codes[~nan], fmt)
+    assert got is not None and np.array_equal(got, want[~nan]) and not flags[~nan].any()
+    assert fast.widen(codes[nan][:1], fmt) is None

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads
+from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
@@ -61,7 +62,7 @@ from ._convert import (
     round_fp64_to_fp32,
     rounds_by_bits,
 )
-from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values, scratch
+from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
 from ._proxy import nudge_toward, proxy_for, proxy_index
 from ._tables import cached
 
@@ -344,8 +345,9 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     call).
 
     A chunk of products of which more than an eighth fall below the normal
-    range (each then rounded lane by lane) goes to ``fallback()``'s path
-    instead, the proxy table, which costs the same for every lane."""
+    range (each then rounded lane by lane; judged on every 16th lane, before
+    the chunk is decoded) goes to ``fallback()``'s path instead, the proxy
+    table, which costs the same for every lane."""
     mode, saturate, ftz, daz = key[:4]
     if op not in ("add", "sub", "mul") or mode not in BIT_MODES:
         return None
@@ -367,9 +369,26 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     inf_positive = np.uint16(fmt.inf_code)
     inf_negative = np.uint16(fmt.sign_bit | fmt.inf_code)
 
+    def mostly_tiny(a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether more than an eighth of the products of a sample of the
+        lanes fall below the normal range (the chunk then takes the proxy
+        table, which costs the same for every lane; a wrong guess costs
+        time, never bits)."""
+        if values is None:
+            x = (a.astype(_U32) << _U32(16)).view(np.float32)
+            y = (b.astype(_U32) << _U32(16)).view(np.float32)
+        else:
+            x, y = np.take(values, a), np.take(values, b)
+        with np.errstate(all="ignore"):
+            return np.count_nonzero(np.abs(x * y) < tiny_limit) * 8 > a.size
+
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
         a, b = cs
         n = a.shape[0]
+        if op == "mul" and n >= 1 << 12 and mostly_tiny(a[::16], b[::16]):
+            other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
+            if other is not None:
+                return other(cs, rand)
         xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
         x, y, s, e, t = (v.view(np.float32) for v in (xb, yb, sb, eb, tb))
         for codes, dst in ((a, xb), (b, yb)):
@@ -383,10 +402,6 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             if op == "mul":
                 np.multiply(x, y, out=s)
                 bits = sb
-                if n >= 1 << 12 and np.count_nonzero(np.abs(s, out=t) < tiny_limit) * 8 > n:
-                    other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
-                    if other is not None:
-                        return other(cs, rand)
             else:
                 _two_sum(op, x, y, s, e, t)
                 # An infinite sum's error is NaN, which the proxy does not

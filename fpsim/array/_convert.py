@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads
+from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
@@ -35,7 +36,7 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._kernel import U8, U64, fields, round_values, scratch
+from ._kernel import U8, U64, fields, round_values
 from ._proxy import proxy_for, proxy_index
 from ._tables import Table, cached
 

@@ -19,7 +19,6 @@ code and flag for flag (exhaustively where the space is small).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -41,29 +40,6 @@ from ..rounding import (
 I64 = np.int64
 U64 = np.uint64
 U8 = np.uint8
-
-
-# Work arrays of the fast paths, per thread (chunks of one call may run on a
-# thread pool): a chunk's intermediates written with out= into these cost no
-# allocation, and stay in the cache from one chunk to the next.
-_SCRATCH = threading.local()
-_SCRATCH_MAX = 1 << 18  # elements; a larger chunk allocates its own (not kept)
-
-
-def scratch(tag: str, n: int, *dtypes: Any) -> list[np.ndarray]:
-    """Work arrays of ``n`` elements, one per dtype, for the caller named
-    ``tag`` (callers that are active at the same time use distinct tags):
-    reused by the same tag's next call in this thread, so their contents are
-    undefined and they must never be returned to a user."""
-    if n > _SCRATCH_MAX:
-        return [np.empty(n, dt) for dt in dtypes]
-    held = getattr(_SCRATCH, "arrays", None)
-    if held is None:
-        held = _SCRATCH.arrays = {}
-    bufs = held.get((tag, dtypes))
-    if bufs is None or bufs[0].size < n:
-        bufs = held[(tag, dtypes)] = [np.empty(max(n, 1 << 16), dt) for dt in dtypes]
-    return [b[:n] for b in bufs]
 
 
 def specials(fmt: Format, codes: np.ndarray, mag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

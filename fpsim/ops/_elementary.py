@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._scratch import scratch as work_arrays
 from ..array import _native
 from ..array._common import DEFAULT_CHUNK, run_chunks, stochastic_bits
 from ..context import Context, resolve
@@ -260,6 +261,9 @@ _SLACK = np.uint64(1 << 11)
 # then round to a normal FP32 value below FP32's max (no underflow, no
 # overflow, whatever the tininess rule).
 _MAGNITUDE = np.uint64((1 << 63) - 1)
+_SAFE_MIN, _SAFE_MAX = 2.0 ** -125, 2.0 ** 127
+# the float64 functions that write into a given array
+_FLOAT64_OUT = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
 _SAFE_LO = np.float64(2.0 ** -125).view(np.uint64)
 _SAFE_SPAN = np.float64(2.0 ** 127).view(np.uint64) - _SAFE_LO
 _ONE_FP32 = np.uint32(0x3F800000)
@@ -289,28 +293,43 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
     tests lies inside one rounding cell: both its ends round to
     ``float32(y)``, flags inexact alone, which is therefore the general
     check's result.  The function at zero is exact (exp(±0) = 1, tanh and
-    erf keep the zero).  Every other element takes :func:`_chunk`."""
+    erf keep the zero).  Every other element takes :func:`_chunk`.  The
+    intermediates are work arrays (:mod:`fpsim._scratch`): no allocation
+    but the result's."""
+    v, y, t = work_arrays("fp32 nearest", codes.size, np.float64, np.float64, U64)
+    decided, zero = work_arrays("fp32 nearest masks", codes.size, bool, bool)
     with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
-        v = codes.view(np.float32).astype(np.float64)
-        y = _FLOAT64[name](v)
+        np.copyto(v, codes.view(np.float32))
+        if name in _FLOAT64_OUT:
+            _FLOAT64_OUT[name](v, out=y)
+        else:
+            y[...] = _FLOAT64[name](v)
         out = y.astype(np.float32).view(np.uint32)
     bits = y.view(U64)
-    t = bits - _NEAR_MIDPOINT
+    np.subtract(bits, _NEAR_MIDPOINT, out=t)
     t &= _LOW_BITS
-    decided = t > _SLACK
-    np.bitwise_and(bits, _MAGNITUDE, out=t)
-    t -= _SAFE_LO
-    decided &= t < _SAFE_SPAN
-    guard = _inexact_lanes(name, v)
-    if guard is not None:
-        decided &= guard
+    np.greater(t, _SLACK, out=decided)
+    # The safe range, tested on the whole chunk at once where its extremes
+    # (NaN if any lane is one) lie inside it; lane by lane otherwise.
+    lo, hi = np.min(y), np.max(y)
+    if not (_SAFE_MIN <= lo and hi < _SAFE_MAX or -_SAFE_MAX < lo and hi <= -_SAFE_MIN):
+        np.bitwise_and(bits, _MAGNITUDE, out=t)
+        t -= _SAFE_LO
+        decided &= t < _SAFE_SPAN
+    np.equal(v, 0.0, out=zero)
+    any_zero = bool(zero.any())
+    if name == "exp":
+        if any_zero:  # exp(±0) = 1 exactly
+            decided &= ~zero
+    else:
+        guard = _inexact_lanes(name, v)
+        if guard is not None:
+            decided &= guard
     flags = decided.view(U8) * U8(INEXACT)
-    rest = ~decided
-    if name != "log" and name != "rsqrt":
-        zero = v == 0
-        if zero.any():
-            out[zero] = _ONE_FP32 if name == "exp" else codes[zero]  # exact, no flag
-            rest &= ~zero
+    rest = np.logical_not(decided, out=decided)
+    if name != "log" and name != "rsqrt" and any_zero:
+        out[zero] = _ONE_FP32 if name == "exp" else codes[zero]  # exact, no flag
+        rest &= ~zero
     if rest.any():
         i = np.flatnonzero(rest)
         out[i], flags[i] = _chunk(name, FP32, False, codes[i], None, scratch)

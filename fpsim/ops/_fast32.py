@@ -51,9 +51,10 @@ from typing import Any
 import numpy as np
 
 from .. import _machine, array
+from .._scratch import scratch
 from ..array import _native
 from ..context import Context
-from ..formats import FP16, FP32, Format
+from ..formats import BF16, FP16, FP32, Format
 from ..modes import Rounding
 from ..rounding import INEXACT, UNDERFLOW
 from ._reduce import Steps
@@ -130,8 +131,10 @@ class Fast32:
         a, b = _f32(x), _f32(y)
         with np.errstate(all="ignore"):
             s = np.add(a, b) if op == "add" else np.subtract(a, b)
-            finite = np.isfinite(s)
-        redone = None if finite.all() else self._redo(op, s, np.flatnonzero(~finite), x, y)
+        if s.size and np.isfinite(np.min(s)) and np.isfinite(np.max(s)):  # (NaN: not finite)
+            redone = None
+        else:
+            redone = self._redo(op, s, np.flatnonzero(~np.isfinite(s)), x, y)
 
         def inexact() -> bool:
             with np.errstate(all="ignore"):
@@ -223,6 +226,8 @@ class Fast32:
         conversion must run (other formats, or a NaN among the inputs)."""
         if fmt.width > 16 or not holds(FP32, fmt):
             return None
+        if fmt == FP16 or fmt == BF16:
+            return _widen_by_bits(np.asarray(codes, np.uint16), fmt)
         values = np.take(_widening_table(fmt), codes)
         if np.isnan(values).any():
             return None
@@ -262,6 +267,7 @@ _CHUNK = 1 << 16
 # Magnitudes of FP32 codes: (|code| - smallest normal above it) wraps past
 # this span exactly where |value| is at most FP32's smallest normal, or is
 # not finite.
+_MIN_NORMAL, _MAX = F32(FP32.min_normal), F32(FP32.max)
 _NORMAL_LO = U32(0x00800001)
 _NORMAL_SPAN = U32(0x7F7FFFFF - 0x00800001)
 
@@ -270,6 +276,12 @@ def _outside_normal(r: np.ndarray) -> np.ndarray | None:
     """Flat indices of the float32 ``r`` whose magnitude is not finite or
     is at most FP32's smallest normal (None: there are none), computed a
     cache-sized piece at a time (no temporary as large as ``r``)."""
+    # Every lane a normal number of one sign (the extremes say so: NaN if
+    # any lane is one), as in softmax: no lane, with two reductions.
+    if r.size:
+        lo, hi = np.min(r), np.max(r)
+        if _MIN_NORMAL < lo and hi <= _MAX or -_MAX <= lo and hi < -_MIN_NORMAL:
+            return None
     u = np.ascontiguousarray(r).reshape(-1).view(U32)
     found = []
     for start in range(0, u.size, _CHUNK):
@@ -286,31 +298,35 @@ def _outside_normal(r: np.ndarray) -> np.ndarray | None:
 def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, int]:
     """:meth:`Fast32.to_fp16` on one chunk of FP32 codes ``u``: FP16 codes
     into ``out``, the lanes the general path must redo, and which of the
-    flags in ``want`` the other lanes raise."""
-    a = u & U32(0x7FFFFFFF)
-    h = a + U32((0xFFF - 0x38000000) % (1 << 32))  # (wraps on tiny lanes: unused)
-    t = a >> U32(13)
-    t &= U32(1)
-    h += t
+    flags in ``want`` the other lanes raise.  Every intermediate is a
+    scratch array (:mod:`fpsim._scratch`): no allocation per chunk."""
+    a, h, t, m, sel = scratch("fp16 chunk", u.size, U32, U32, U32, U32, U32)
+    tiny, redo, big = scratch("fp16 chunk masks", u.size, bool, bool, bool)
+    f = t.view(F32)  # (t is free again before f is written, and after it is read)
+    np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
+    np.add(a, U32((0xFFF - 0x38000000) % (1 << 32)), out=h)  # (wraps on tiny lanes: unused)
+    np.right_shift(a, U32(13), out=m)
+    m &= U32(1)
+    h += m
     h >>= U32(13)
-    tiny = a < U32(0x387FF000)
-    f = np.empty(a.shape, F32)
+    np.less(a, U32(0x387FF000), out=tiny)
     with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
         np.add(a.view(F32), F32(0.5), out=f)
-    np.subtract(f.view(U32), U32(0x3F000000), out=t)
-    # h = t on tiny lanes: an arithmetic select (a masked copy branches per lane)
-    m = tiny.astype(U32)
-    np.negative(m, out=m)
-    t ^= h
-    t &= m
-    h ^= t
-    np.right_shift(u, U32(16), out=t)
-    t &= U32(0x8000)
-    h |= t
-    out[...] = h
-    np.subtract(a, U32(0x387FF000), out=t)
-    redo = t < U32(0x1000)
-    redo |= a >= U32(0x477FF000)
+    np.subtract(t, U32(0x3F000000), out=m)  # the subnormal code of tiny lanes
+    # h = m on tiny lanes: an arithmetic select (a masked copy branches per lane)
+    np.copyto(sel, tiny)
+    np.negative(sel, out=sel)  # all ones on tiny lanes
+    m ^= h
+    m &= sel
+    h ^= m
+    np.right_shift(u, U32(16), out=m)
+    m &= U32(0x8000)
+    h |= m
+    np.copyto(out, h, casting="unsafe")
+    np.subtract(a, U32(0x387FF000), out=m)
+    np.less(m, U32(0x1000), out=redo)
+    np.greater_equal(a, U32(0x477FF000), out=big)
+    redo |= big
     lanes = np.flatnonzero(redo)
     if lanes.size:
         a[lanes] = 0  # their flags are the general path's: here exact and tiny
@@ -318,12 +334,54 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, 
         f[lanes] = F32(0.5)
     found = 0
     if want & (INEXACT | UNDERFLOW) and tiny.any():
+        # tiny and inexact: (|v| + 0.5) - 0.5 differs from |v| (every lane
+        # at once: a gather of the tiny lanes costs more)
         with np.errstate(all="ignore"):
-            if ((f[tiny] - F32(0.5)) != a.view(F32)[tiny]).any():
-                found |= UNDERFLOW | INEXACT  # tiny and inexact
-    if want & INEXACT & ~found and (a[~tiny] & U32(0x1FFF)).any():
-        found |= INEXACT
+            np.subtract(f, F32(0.5), out=h.view(F32))
+        np.not_equal(h.view(F32), a.view(F32), out=big)
+        big &= tiny
+        if big.any():
+            found |= UNDERFLOW | INEXACT
+    if want & INEXACT & ~found:
+        # the dropped bits of the lanes not tiny (redone lanes have a = 0)
+        np.bitwise_and(a, U32(0x1FFF), out=h)
+        np.invert(sel, out=sel)
+        h &= sel
+        if h.any():
+            found |= INEXACT
     return lanes, found & want
+
+
+def _widen_by_bits(h: np.ndarray, fmt: Format) -> np.ndarray | None:
+    """FP16 or BF16 codes as FP32 codes by integer operations (None where a
+    NaN is among them, as :meth:`Fast32.widen`).  BF16 is FP32's top half.
+    FP16: the magnitude shifted into place and rebiased by ``(127 - 15) <<
+    23``; infinities rebiased once more onto FP32's all-ones exponent;
+    subnormals and zeros (magnitude below ``0x400``) as ``m × 2**-24``,
+    exact in float32."""
+    if fmt == BF16:
+        if (np.bitwise_and(h, np.uint16(0x7FFF)) > np.uint16(0x7F80)).any():
+            return None
+        out = h.astype(U32)
+        out <<= U32(16)
+        return out
+    m = np.bitwise_and(h, np.uint16(0x7FFF))
+    if (m > np.uint16(0x7C00)).any():
+        return None
+    out = m.astype(U32)
+    sign = h.astype(U32)
+    sign >>= U32(15)
+    sign <<= U32(31)
+    low = m < np.uint16(0x400)
+    high = m == np.uint16(0x7C00)
+    out <<= U32(13)
+    out += U32((127 - 15) << 23)
+    if high.any():
+        out[high] = U32(0x7F800000)
+    if low.any():
+        out[low] = (m[low].astype(F32) * F32(2.0 ** -24)).view(U32)
+    out |= sign
+    return out
 
 
 _WIDENING: dict[Format, np.ndarray] = {}

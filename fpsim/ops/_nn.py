@@ -25,7 +25,7 @@ import numpy as np
 from .. import _threads, array
 from ..array._common import as_array
 from ..context import Context, resolve
-from ..formats import FP16, FP32
+from ..formats import FP16, FP32, Format
 from . import _fast32
 from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
 from .operands import Distinct, Operand, constant, declared, deliver
@@ -51,6 +51,7 @@ class _Call:
         self.workers = workers
         self.rng, self.overrides = rng, overrides
         self.steps = Steps(ctx, rng, overrides)
+        self.constants: dict[tuple[float, Any], tuple[np.ndarray, int]] = {}  # see encode()
         self.c = declared(op, "compute", compute)
         self.a = declared(op, "accumulate", accumulate)
         self.o = self.operand.fmt if out is None else declared(op, "out", out)
@@ -104,6 +105,22 @@ class _Call:
     def div(self, x: np.ndarray, y: Any) -> np.ndarray:
         return self.fast.div(x, y) if self.fast is not None else self.steps.div(x, y, self.c)
 
+    def encode(self, value: float, fmt: Format) -> np.ndarray:
+        """``value`` rounded into ``fmt`` under the call's settings.  With
+        the fast steps (round to nearest, no random bits) it is rounded once
+        per call and its flags raised in each block that uses it: the
+        general path's fixed cost per call is more than a block's work."""
+        if self.fast is None:
+            return self.steps.encode(value, fmt)
+        hit = self.constants.get((value, fmt))
+        if hit is None:
+            ctx = self.steps.flagged.copy()
+            ctx.clear_flags()
+            code = Steps(ctx, self.rng, self.overrides).encode(value, fmt)
+            hit = self.constants[(value, fmt)] = (code, ctx._flags[0])
+        self.steps.flagged._flags[0] |= hit[1]
+        return hit[0]
+
     def fn(self, name: str, x: np.ndarray) -> np.ndarray:
         return self.steps.function(name, x, self.c)
 
@@ -122,6 +139,12 @@ class _Call:
     def mean_last(self, v: np.ndarray) -> np.ndarray:
         """sum_A(v along the last axis) / N in A, converted to C."""
         total = self.sum_last(v)
+        if self.fast is not None and self.a == FP32 == self.c:
+            # the count in FP32 (one rounding, flags and all), then the fast
+            # division: the general path's fixed cost per call is more than
+            # a block of rows' division
+            count = self.encode(float(v.shape[-1]), FP32)
+            return self.fast.div(total, count)
         return self.steps.convert(divide_by_count(self.steps, total, v.shape[-1], self.a),
                                   self.a, self.c)
 
@@ -154,10 +177,16 @@ class _Call:
         starts = range(0, rows.shape[0], step)
         out = np.empty(rows.shape, array.code_dtype(self.o))
 
+        # The flags raised so far: a block starts with them set, so that its
+        # fast steps skip the checks of flags already known to be raised
+        # (flags are an OR; a stale read between threads only costs a check).
+        known = [self.steps.flagged._flags[0]]
+
         def block(start: int) -> int:
-            part = self._block()
+            part = self._block(known[0])
             part.x = part.convert_in(rows[start:start + step], self.operand.fmt)
             out[start:start + step] = part.to_out(body(part))
+            known[0] |= part.steps.flagged._flags[0]
             return part.steps.flagged._flags[0]
 
         # workers=None runs one thread here: a block is many short numpy
@@ -169,12 +198,13 @@ class _Call:
         self.steps.flagged._flags[0] |= raised
         return self.deliver(out.reshape(codes.shape))
 
-    def _block(self) -> _Call:
+    def _block(self, known: int = 0) -> _Call:
         """This call for one block of rows: its own steps and fast steps,
-        whose flags go to a context of its own (blocks may run at once)."""
+        whose flags go to a context of its own (blocks may run at once),
+        starting with the flags ``known`` to be raised already."""
         part = copy.copy(self)
         own = self.steps.flagged.copy()
-        own.clear_flags()
+        own.flags = known
         part.steps = Steps(own, self.rng, self.overrides)
         part.fast = _fast32.Fast32(part.steps, own)
         return part
@@ -317,7 +347,7 @@ def _layer_norm_steps(c: _Call, weight: Any, bias: Any, eps: float, variance: st
         var = c.mean_last(c.mul(d, d))
     else:
         var = c.sub(c.mean_last(c.mul(c.x, c.x)), c.mul(mu[..., 0], mu[..., 0]))
-    r = c.fn("rsqrt", c.add(var, c.steps.encode(eps, c.c)))
+    r = c.fn("rsqrt", c.add(var, c.encode(eps, c.c)))
     y = c.mul(d, r[..., None])
     return _affine(c, y, weight, bias)
 
@@ -343,7 +373,7 @@ def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any
               convert=False, workers=workers)
 
     def steps(c: _Call) -> np.ndarray:
-        r = c.fn("rsqrt", c.add(c.mean_last(c.mul(c.x, c.x)), c.steps.encode(eps, c.c)))
+        r = c.fn("rsqrt", c.add(c.mean_last(c.mul(c.x, c.x)), c.encode(eps, c.c)))
         return _affine(c, c.mul(c.x, r[..., None]), weight, None)
 
     return c.by_rows(steps)
