@@ -303,6 +303,11 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, 
     a, h, t, m, sel = scratch("fp16 chunk", u.size, U32, U32, U32, U32, U32)
     tiny, redo, big = scratch("fp16 chunk masks", u.size, bool, bool, bool)
     f = t.view(F32)  # (t is free again before f is written, and after it is read)
+    # The chunk's extremes (NaN if a lane is one) spare the steps no lane needs:
+    # the sign where none is negative, the overflow test where all are below it.
+    lo, hi = np.min(u.view(F32)), np.max(u.view(F32))
+    signed = not lo > 0  # (a zero may be -0)
+    may_overflow = not (hi < _FP16_REDO_FROM and lo > -_FP16_REDO_FROM)
     np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
     np.add(a, U32((0xFFF - 0x38000000) % (1 << 32)), out=h)  # (wraps on tiny lanes: unused)
     np.right_shift(a, U32(13), out=m)
@@ -319,14 +324,16 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, 
     m ^= h
     m &= sel
     h ^= m
-    np.right_shift(u, U32(16), out=m)
-    m &= U32(0x8000)
-    h |= m
+    if signed:
+        np.right_shift(u, U32(16), out=m)
+        m &= U32(0x8000)
+        h |= m
     np.copyto(out, h, casting="unsafe")
     np.subtract(a, U32(0x387FF000), out=m)
     np.less(m, U32(0x1000), out=redo)
-    np.greater_equal(a, U32(0x477FF000), out=big)
-    redo |= big
+    if may_overflow:
+        np.greater_equal(a, U32(0x477FF000), out=big)
+        redo |= big
     lanes = np.flatnonzero(redo)
     if lanes.size:
         a[lanes] = 0  # their flags are the general path's: here exact and tiny
@@ -383,6 +390,10 @@ def _widen_by_bits(h: np.ndarray, fmt: Format) -> np.ndarray | None:
     out |= sign
     return out
 
+
+# 0x477FF000 as a float32: from there on a lane rounds to FP16's infinity
+# (or is one, or a NaN) and is redone by the general path
+_FP16_REDO_FROM = np.uint32(0x477FF000).view(F32)
 
 _WIDENING: dict[Format, np.ndarray] = {}
 
