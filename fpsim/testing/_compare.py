@@ -313,10 +313,10 @@ def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int | 
         f, shape, a, b = _sources(actual, expected, fmt, labels, hint)
         tally, kappas = Partial(), _kappa.KappaPartial()
         for start, stop in _chunks(a.size, CHUNK):
-            ca, cb = a.read(start, stop), b.read(start, stop)
-            tally.merge(summarize(ca, cb, f, tol, start), tol.offenders)
-            kappas.merge(_kappa.summarize(ca, cb, f, limits, tol.offenders, start),
-                         tol.offenders)
+            part, kpart = _summaries(a.read(start, stop), b.read(start, stop), f, tol,
+                                     limits, start)
+            tally.merge(part, tol.offenders)
+            kappas.merge(kpart, tol.offenders)
         report = _finish(tally, kappas, f, shape, tol, shown, limits)
     _collect(report)
     return report
@@ -417,9 +417,10 @@ def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
         # flat indices in the whole array, slice by slice (bounded memory)
         where = np.unravel_index(np.arange(start, stop), block_shape)
         flat = np.ravel_multi_index(tuple(w + o for w, o in zip(where, origin)), shape)
-        ca, cb = sources[0].read(start, stop), sources[1].read(start, stop)
-        tally.merge(summarize(ca, cb, fmt, tol, flat), tol.offenders)
-        kappas.merge(_kappa.summarize(ca, cb, fmt, limits, tol.offenders, flat), tol.offenders)
+        part, kpart = _summaries(sources[0].read(start, stop), sources[1].read(start, stop),
+                                 fmt, tol, limits, flat)
+        tally.merge(part, tol.offenders)
+        kappas.merge(kpart, tol.offenders)
     return tally, kappas
 
 
@@ -462,9 +463,18 @@ def _file_partial(actual: Dump, expected: Dump, fmt: Format, tol: Tolerance,
     start, stop = span
     a, b = (_Source(label, dump, fmt, hint, _scratch(i, (stop - start) * dump.dtype.itemsize))
             for i, (label, dump) in enumerate(zip(labels, (actual, expected))))
-    ca, cb = a.read(start, stop), b.read(start, stop)
-    return (summarize(ca, cb, fmt, tol, start),
-            _kappa.summarize(ca, cb, fmt, limits, tol.offenders, start))
+    return _summaries(a.read(start, stop), b.read(start, stop), fmt, tol, limits, start)
+
+
+def _summaries(ca: np.ndarray, cb: np.ndarray, fmt: Format, tol: Tolerance,
+               limits: _kappa.Limits, rank0: int | np.ndarray
+               ) -> tuple[Partial, _kappa.KappaPartial]:
+    """The ULP tally and the κ tally of one chunk: the differing pairs found
+    once for both (on a chunk that mostly agrees, the pass over it is the
+    cost)."""
+    differing = np.flatnonzero(ca != cb)
+    return (summarize(ca, cb, fmt, tol, rank0, None, differing),
+            _kappa.summarize(ca, cb, fmt, limits, tol.offenders, rank0, None, differing))
 
 
 # Buffers that chunks of dumps are read into, one pair per thread, reused:

@@ -145,17 +145,18 @@ def _key(top: tuple[int, int, int, int]) -> tuple[int, int, int]:
 
 
 def summarize(a: np.ndarray, b: np.ndarray, fmt: Format, limits: Limits, offenders: int,
-              rank0: int | np.ndarray, index: np.ndarray | None = None) -> KappaPartial:
+              rank0: int | np.ndarray, index: np.ndarray | None = None,
+              differing: np.ndarray | None = None) -> KappaPartial:
     """κ of the pairs ``a[i]``, ``b[i]`` (code arrays of the format's code
     type) of ranks ``rank0 + i`` (or ``rank0[i]`` when an array), at flat
     positions ``index[i]`` (default: their ranks), as
     :func:`fpsim.testing.tally.summarize` counts them.  Identical codes match
-    (κ = 0), so only the differing pairs are classified."""
+    (κ = 0), so only the differing pairs (``differing``, where the caller
+    has their indices already) are classified."""
     p = KappaPartial()
-    differ = a != b
-    if not differ.any():
+    at = np.flatnonzero(a != b) if differing is None else differing
+    if not at.size:
         return p
-    at = np.flatnonzero(differ)
     count, nan_bad, inf_bad = classify(a[at], b[at], fmt)
     level = np.where(nan_bad, NAN, np.where(inf_bad, INF, FINITE))
     top_level = int(level.max())

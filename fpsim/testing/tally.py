@@ -118,18 +118,21 @@ def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def summarize(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance,
-              rank0: int | np.ndarray, index: np.ndarray | None = None) -> Partial:
+              rank0: int | np.ndarray, index: np.ndarray | None = None,
+              differing: np.ndarray | None = None) -> Partial:
     """Count the pairs ``a[i], b[i]`` (code arrays of the format's code
     type) of ranks ``rank0 + i`` (or ``rank0[i]``, increasing, when an
     array), at flat positions ``index[i]`` (default: their ranks).
     Identical pairs only need counting (distance 0 unless NaN); the rest,
-    usually few, are classified."""
+    usually few, are classified.  ``differing``: the indices ``i`` where
+    ``a[i] != b[i]``, where the caller has them already."""
     p = Partial()
     counts = p.counts
     n = a.size
     counts["total"] = n
-    same = a == b
-    n_same = int(np.count_nonzero(same))
+    if differing is None:
+        differing = np.flatnonzero(a != b)
+    n_same = n - differing.size
     counts["exact"] = n_same
     # The masks over the whole chunk are the costly part of a comparison
     # that mostly agrees: one NaN mask of a, counted; the differing pairs
@@ -138,7 +141,7 @@ def summarize(a: np.ndarray, b: np.ndarray, fmt: Format, tol: Tolerance,
     n_nan = int(np.count_nonzero(nan))
     at = any_nan = None
     if n_same < n:
-        at = np.flatnonzero(~same)
+        at = differing
         a, b = a[at], b[at]
         nan_a, inf_a, zero_a = _ulp.kinds(a, fmt)
         nan_b, inf_b, zero_b = _ulp.kinds(b, fmt)
