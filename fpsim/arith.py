@@ -191,10 +191,7 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
     as for a conversion, delivering anything but an infinity is an invalid
     operation.  Otherwise it is the flag of the operation that made the
     infinity (DIVIDE_BY_ZERO for x/0 and logb(0)), the only flag raised."""
-    code, stays = infinity_code(fmt, negative, env[1][1])
-    if negative and not fmt.signed:  # -inf in an unsigned format: NaN
-        computed = INVALID
-    return _done(env, fmt, code, computed or (0 if stays else INVALID))
+    return _done(env, fmt, *infinity_code(fmt, negative, env[1][1], computed))
 
 
 # -- the arithmetic operations -------------------------------------------------

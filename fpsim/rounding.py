@@ -310,31 +310,36 @@ def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any) -> int
     return sign | fmt.max_code  # OvfInf, or a format without NaN
 
 
-def infinity_code(fmt: Format, negative: bool, saturate: Any) -> tuple[int, bool]:
-    """The code that an infinity of the given sign becomes in ``fmt`` (an
-    infinite operand converted, or an exact infinite result such as x/0),
-    and whether it stays infinite.
+def infinity_code(fmt: Format, negative: bool, saturate: Any,
+                  computed: int = 0) -> tuple[int, int]:
+    """The code and flags that an infinity of the given sign gives in
+    ``fmt``: an infinite operand converted (``computed`` 0) or an exact
+    infinite result of finite operands (``computed``: the flag of the
+    operation that made it, DIVIDE_BY_ZERO for x/0).
 
     ``saturate=True`` (SatFinite) gives ±max; ``False`` gives ±inf, or NaN
     in a format without infinity (±max in one without NaN either);
     SatPropagate and OvfInf give ±inf, or ±max in a format without infinity.
-    A negative infinity in an unsigned format is the NaN (callers raise
-    INVALID, as for any negative result there).
+    An infinity delivered raises ``computed`` alone; one that cannot stay
+    infinite raises ``computed`` or, for an operand (as a float -> int
+    conversion), INVALID.  -inf in an unsigned format is the NaN with
+    INVALID, as any negative result there.
 
     >>> from fpsim.formats import E4M3, FP16
     >>> infinity_code(E4M3, False, False), infinity_code(E4M3, False, Saturation.OVF_INF)
-    ((127, False), (126, False))
-    >>> infinity_code(FP16, True, Saturation.SAT_PROPAGATE), infinity_code(FP16, True, True)
-    ((64512, True), (64511, False))
+    ((127, 1), (126, 1))
+    >>> infinity_code(FP16, True, Saturation.SAT_PROPAGATE), infinity_code(FP16, True, True, 2)
+    ((64512, 0), (64511, 2))
     """
     if negative and not fmt.signed:
-        return nan_or_error(fmt, negative, "-inf"), False
+        return nan_or_error(fmt, negative, "-inf"), INVALID
     sign = fmt.sign_bit if negative else 0
     if fmt.has_inf and saturate is not True:
-        return sign | fmt.inf_code, True  # type: ignore[operator]
+        return sign | fmt.inf_code, computed  # type: ignore[operator]
+    flags = computed or INVALID
     if saturate is not False or not fmt.has_nan:
-        return sign | fmt.max_code, False
-    return nan_code(fmt, negative), False
+        return sign | fmt.max_code, flags
+    return nan_code(fmt, negative), flags
 
 
 _SAT_PROPAGATE = Saturation.SAT_PROPAGATE

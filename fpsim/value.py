@@ -568,13 +568,9 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Any, saturate: Any,
         return round_exact(fmt, negative, num, den, exp, mode, saturate, ftz, before,
                            rand, sr_bits)
     if kind == "inf":
-        negative = src[1]
-        if negative and not fmt.signed:
-            return nan_or_error(fmt, negative, "-inf"), INVALID
-        code, stays = infinity_code(fmt, negative, saturate)
         # Infinity is no rounding of any finite value: clamping it is not an
         # overflow but an invalid conversion (as float -> int is).
-        return code, 0 if stays else INVALID
+        return infinity_code(fmt, src[1], saturate)
     if kind == "nan":
         _, src_fmt, payload = src
         if src_fmt is None:  # a NaN literal: the sign as written, no payload

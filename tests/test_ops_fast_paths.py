@@ -431,8 +431,8 @@ def test_workers_must_be_a_positive_integer(workers):
 
 
 @pytest.mark.parametrize("fmt", [fpsim.FP16, fpsim.BF16], ids=lambda f: f.name)
-def test_widening_by_bits_equals_the_general_conversion_on_every_code(fmt):
-    """FP16 and BF16 codes widen to FP32 by integer operations: every
+def test_widening_equals_the_general_conversion_on_every_code(fmt):
+    """FP16 and BF16 codes widen to FP32 on the fast path: every
     non-NaN code as the general conversion gives it (exact, no flag), and
     any NaN among the codes leaves the conversion to the general path."""
     codes = np.arange(1 << 16, dtype=np.uint16)

@@ -627,13 +627,12 @@ class _Result:
         """Exact infinite results, as :func:`fpsim.arith._infinity`."""
         if not where.any():
             return
-        fmt, saturate = self.fmt, self.key[1]
-        (pos, stays), (neg, _) = (infinity_code(fmt, s, saturate) for s in (False, True))
+        (pos, pos_flags), (neg, neg_flags) = (infinity_code(self.fmt, s, self.key[1], computed)
+                                              for s in (False, True))
         code = np.where(negative, U64(neg), U64(pos))
+        flags = np.where(negative, U8(neg_flags), U8(pos_flags))
         self.codes[where] = np.broadcast_to(code, where.shape)[where]
-        self.flags[where] = computed or (0 if stays else INVALID)
-        if not fmt.signed:  # -inf in an unsigned format: NaN and INVALID
-            self.flags[where & negative] = INVALID
+        self.flags[where] = np.broadcast_to(flags, where.shape)[where]
 
     def finite(self, where: np.ndarray, negative: np.ndarray, sig: np.ndarray,
                exp: np.ndarray, sticky: np.ndarray | None, rand: np.ndarray | None

@@ -23,7 +23,7 @@ from ..formats import BF16, FP32, FP64, Format, Specials
 from ..formats import format as _lookup
 from ..modes import Rounding
 from ..nans import convert_nan
-from ..rounding import INEXACT, INVALID, OVERFLOW, UNDERFLOW, _overflow, infinity_code, nan_or_error
+from ..rounding import INEXACT, OVERFLOW, UNDERFLOW, _overflow, infinity_code
 from . import _native as native
 from ._common import (
     DEFAULT_CHUNK,
@@ -98,15 +98,10 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
     out = np.zeros(codes.shape, U64)
     flags = np.zeros(codes.shape, np.uint8)
     if is_inf.any():
-        (pos, stays), (neg, _) = (infinity_code(fmt, s, saturate) for s in (False, True))
-        val, fl = np.where(negative, U64(neg), U64(pos)), (0 if stays else INVALID)
-        out = np.where(is_inf, val, out)
-        flags = np.where(is_inf, fl, flags).astype(np.uint8)
-        if not fmt.signed:  # -inf into an unsigned format: NaN, INVALID
-            bad = is_inf & negative
-            if bad.any():
-                out = np.where(bad, U64(nan_or_error(fmt, False, "-inf")), out)
-                flags = np.where(bad, INVALID, flags).astype(np.uint8)
+        (pos, pos_flags), (neg, neg_flags) = (infinity_code(fmt, s, saturate)
+                                              for s in (False, True))
+        out = np.where(is_inf, np.where(negative, U64(neg), U64(pos)), out)
+        flags = np.where(is_inf, np.where(negative, neg_flags, pos_flags), flags).astype(np.uint8)
     if is_nan.any():
         if not fmt.has_nan:
             raise ValueError(f"NaN is not representable in {fmt.name}, which has no NaN")

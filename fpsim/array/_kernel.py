@@ -172,16 +172,16 @@ def _stochastic_up(mode: Rounding, rem: np.ndarray, shift: np.ndarray,
     frac1 = np.where(down_shift >= 0,
                      np.where(down_shift >= 64, U64(0), rem >> right),
                      rem << np.clip(-down_shift, 0, 63).astype(U64))
-    low_bits = np.where(down_shift >= 64, rem, rem & ((U64(1) << right) - U64(1)))
-    below = (down_shift > 0) & (low_bits != 0)
-    if sticky is not None:
-        below = below | sticky
     if mode is Rounding.SR_B:
         # floor(frac × 2**(R+1)) + 2·rand + 1 >= 2**(R+1), halved:
         # frac1 // 2 + rand + (frac1 & 1) >= 2**R  (2·rand + 1 + frac1 odd/even)
         half, odd = frac1 >> U64(1), frac1 & U64(1)
         return half + odd >= U64(1 << r) - rand
-    # StochasticC: RNE(frac × 2**R) + rand >= 2**R
+    # StochasticC: RNE(frac × 2**R) + rand >= 2**R, which reads the bits below
+    low_bits = np.where(down_shift >= 64, rem, rem & ((U64(1) << right) - U64(1)))
+    below = (down_shift > 0) & (low_bits != 0)
+    if sticky is not None:
+        below = below | sticky
     t = frac1 >> U64(1)
     up_t = ((frac1 & U64(1)) == 1) & (below | ((t & U64(1)) == 1))
     return t + up_t.astype(U64) >= U64(1 << r) - rand

@@ -262,20 +262,19 @@ _SLACK = np.uint64(1 << 11)
 # overflow, whatever the tininess rule).
 _MAGNITUDE = np.uint64((1 << 63) - 1)
 _SAFE_MIN, _SAFE_MAX = 2.0 ** -125, 2.0 ** 127
-# the float64 functions that write into a given array
-_FLOAT64_OUT = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
-_SAFE_LO = np.float64(2.0 ** -125).view(np.uint64)
-_SAFE_SPAN = np.float64(2.0 ** 127).view(np.uint64) - _SAFE_LO
+_SAFE_LO = np.float64(_SAFE_MIN).view(np.uint64)
+_SAFE_SPAN = np.float64(_SAFE_MAX).view(np.uint64) - _SAFE_LO
 _ONE_FP32 = np.uint32(0x3F800000)
 
 
-def _inexact_lanes(name: str, v: np.ndarray) -> np.ndarray | None:
+def _inexact_lanes(name: str, v: np.ndarray, zero: np.ndarray) -> np.ndarray | None:
     """Where a y passing the tests of :func:`_chunk_fp32_nearest` may still be
-    an exact result (None: nowhere).  exp(0) = 1, tanh and erf at ±inf are
-    ±1, rsqrt of a power of 4 is a power of 2; the other exact and invalid
-    cases give values outside the safe range (0, infinities, NaN)."""
+    an exact result (None: nowhere; ``zero`` marks the zero arguments).
+    exp(0) = 1, tanh and erf at ±inf are ±1, rsqrt of a power of 4 is a power
+    of 2; the other exact and invalid cases give values outside the safe
+    range (0, infinities, NaN)."""
     if name == "exp":
-        return v != 0
+        return ~zero if zero.any() else None
     if name in ("tanh", "erf"):
         return np.isfinite(v)
     if name == "rsqrt":
@@ -300,10 +299,11 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
     decided, zero = work_arrays("fp32 nearest masks", codes.size, bool, bool)
     with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
         np.copyto(v, codes.view(np.float32))
-        if name in _FLOAT64_OUT:
-            _FLOAT64_OUT[name](v, out=y)
+        function = _FLOAT64[name]
+        if isinstance(function, np.ufunc):
+            function(v, out=y)
         else:
-            y[...] = _FLOAT64[name](v)
+            y[...] = function(v)
         out = y.astype(np.float32).view(np.uint32)
     bits = y.view(U64)
     np.subtract(bits, _NEAR_MIDPOINT, out=t)
@@ -317,17 +317,12 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
         t -= _SAFE_LO
         decided &= t < _SAFE_SPAN
     np.equal(v, 0.0, out=zero)
-    any_zero = bool(zero.any())
-    if name == "exp":
-        if any_zero:  # exp(±0) = 1 exactly
-            decided &= ~zero
-    else:
-        guard = _inexact_lanes(name, v)
-        if guard is not None:
-            decided &= guard
+    guard = _inexact_lanes(name, v, zero)
+    if guard is not None:
+        decided &= guard
     flags = decided.view(U8) * U8(INEXACT)
     rest = np.logical_not(decided, out=decided)
-    if name != "log" and name != "rsqrt" and any_zero:
+    if name != "log" and name != "rsqrt" and zero.any():
         out[zero] = _ONE_FP32 if name == "exp" else codes[zero]  # exact, no flag
         rest &= ~zero
     if rest.any():

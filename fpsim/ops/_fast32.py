@@ -54,7 +54,7 @@ from .. import _machine, array
 from .._scratch import scratch
 from ..array import _native
 from ..context import Context
-from ..formats import BF16, FP16, FP32, Format
+from ..formats import FP16, FP32, Format
 from ..modes import Rounding
 from ..rounding import INEXACT, UNDERFLOW
 from ._reduce import Steps
@@ -226,8 +226,6 @@ class Fast32:
         conversion must run (other formats, or a NaN among the inputs)."""
         if fmt.width > 16 or not holds(FP32, fmt):
             return None
-        if fmt == FP16 or fmt == BF16:
-            return _widen_by_bits(np.asarray(codes, np.uint16), fmt)
         values = np.take(_widening_table(fmt), codes)
         if np.isnan(values).any():
             return None
@@ -357,38 +355,6 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, 
         if h.any():
             found |= INEXACT
     return lanes, found & want
-
-
-def _widen_by_bits(h: np.ndarray, fmt: Format) -> np.ndarray | None:
-    """FP16 or BF16 codes as FP32 codes by integer operations (None where a
-    NaN is among them, as :meth:`Fast32.widen`).  BF16 is FP32's top half.
-    FP16: the magnitude shifted into place and rebiased by ``(127 - 15) <<
-    23``; infinities rebiased once more onto FP32's all-ones exponent;
-    subnormals and zeros (magnitude below ``0x400``) as ``m × 2**-24``,
-    exact in float32."""
-    if fmt == BF16:
-        if (np.bitwise_and(h, np.uint16(0x7FFF)) > np.uint16(0x7F80)).any():
-            return None
-        out = h.astype(U32)
-        out <<= U32(16)
-        return out
-    m = np.bitwise_and(h, np.uint16(0x7FFF))
-    if (m > np.uint16(0x7C00)).any():
-        return None
-    out = m.astype(U32)
-    sign = h.astype(U32)
-    sign >>= U32(15)
-    sign <<= U32(31)
-    low = m < np.uint16(0x400)
-    high = m == np.uint16(0x7C00)
-    out <<= U32(13)
-    out += U32((127 - 15) << 23)
-    if high.any():
-        out[high] = U32(0x7F800000)
-    if low.any():
-        out[low] = (m[low].astype(F32) * F32(2.0 ** -24)).view(U32)
-    out |= sign
-    return out
 
 
 # 0x477FF000 as a float32: from there on a lane rounds to FP16's infinity
