@@ -10,13 +10,21 @@ depend on ``workers``.
 
 ``workers=None`` (the default) uses every CPU this process may run on, but
 only for calls with at least :data:`PARALLEL_ELEMENTS` elements of work:
-below that, starting threads costs more than it saves.  ``workers=1`` runs
-everything in the calling thread.
+below that, handing work between threads costs more than it saves.
+``workers=1`` runs everything in the calling thread.
+
+The threads are the calling one and those of one pool per process, started
+on first use and kept: a call then starts no thread, and the work arrays
+each thread keeps (:mod:`fpsim._scratch`) serve the next call (a pool per
+call measured 1.2-1.6x slower on large calls: ``benchmarks/bench_speed.py``).
+A call made from inside a piece runs in that piece's thread.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -61,13 +69,72 @@ def thread_count(workers: int | None, elements: int, pieces: int) -> int:
     return max(1, min(workers, pieces))
 
 
+# One pool for the process, started on first use: its threads, and the work
+# arrays each keeps (fpsim._scratch), outlive a call, where a pool per call
+# made every call start threads and fault in fresh pages.
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+# Set in a thread while it runs pieces: a call made from a piece runs in
+# that thread alone (the outer call already keeps the CPUs busy, and a
+# piece waiting on pieces queued behind it in the same pool could wait
+# forever).
+_RUNNING = threading.local()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=max_workers(), thread_name_prefix="fpsim")
+        return _POOL
+
+
+def _forget_pool() -> None:
+    """In a child process made by fork: the parent's pool threads do not
+    exist there (work queued to them would wait forever), and its lock may
+    have been held by one of them; the child starts a pool of its own."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def run_pieces(fn: Callable[[Any], Any], pieces: Iterable[Any], threads: int) -> list[Any]:
     """``[fn(p) for p in pieces]``, on ``threads`` threads where more than
-    one (results in the order of ``pieces``; the first exception raised by
-    a piece is raised here, after every piece has stopped)."""
+    one: the calling thread and ``threads - 1`` of the process's pool, each
+    taking the next piece not yet taken (results in the order of
+    ``pieces``; once a piece raises, no other piece starts, and the
+    exception of the first piece that raised, in the order of ``pieces``,
+    is raised here after every running piece has stopped)."""
     items = list(pieces)
-    if threads <= 1 or len(items) <= 1:
+    if threads <= 1 or len(items) <= 1 or getattr(_RUNNING, "active", False):
         return [fn(p) for p in items]
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = [pool.submit(fn, p) for p in items]
-        return [f.result() for f in futures]
+    results: list[Any] = [None] * len(items)
+    failed: dict[int, BaseException] = {}
+    taken = itertools.count()  # (next() on it is atomic under the GIL)
+
+    def runner() -> None:
+        _RUNNING.active = True
+        try:
+            while not failed:
+                i = next(taken)
+                if i >= len(items):
+                    return
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as exc:  # raised in the caller's thread below
+                    failed[i] = exc
+        finally:
+            _RUNNING.active = False
+
+    helpers = [_pool().submit(runner) for _ in range(min(threads, len(items)) - 1)]
+    try:
+        runner()
+    finally:
+        for helper in helpers:
+            helper.result()
+    if failed:
+        raise failed[min(failed)]
+    return results

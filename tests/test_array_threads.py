@@ -133,3 +133,65 @@ def test_bad_workers_are_refused(name, workers):
             array.add(x, x, workers=workers)
         else:
             array.encode(x, "bf16", workers=workers)
+
+
+def test_pieces_keep_their_order_and_the_first_failure_is_raised():
+    """run_pieces: results in the order of the pieces on any thread count;
+    once a piece raises, the exception of the first failing piece (in the
+    pieces' order) is raised, after the running pieces have stopped."""
+    import threading
+    import time
+
+    names = set()
+
+    def square(i):
+        names.add(threading.current_thread().name)
+        time.sleep(0.001)
+        return i * i
+
+    assert _threads.run_pieces(square, range(40), 2) == [i * i for i in range(40)]
+    assert len(names) == 2                         # the caller and one pool thread
+    assert _threads.run_pieces(square, range(5), 1) == [0, 1, 4, 9, 16]
+
+    def fails_at_3_and_7(i):
+        if i in (3, 7):
+            time.sleep(0.01 if i == 3 else 0)      # 7 may fail first in time
+            raise ValueError(f"piece {i}")
+        return i
+
+    with pytest.raises(ValueError, match="piece 3"):
+        _threads.run_pieces(fails_at_3_and_7, range(10), 2)
+
+
+def test_a_call_inside_a_piece_runs_in_that_pieces_thread():
+    """Nested calls do not queue behind their own caller in the shared pool
+    (which could wait forever): they run in the piece's thread."""
+    import threading
+
+    def inner(_):
+        return threading.current_thread().name
+
+    def outer(i):
+        return set(_threads.run_pieces(inner, range(8), 8)), threading.current_thread().name
+
+    for inner_threads, own in _threads.run_pieces(outer, range(6), 2):
+        assert inner_threads == {own}
+
+
+def test_a_forked_child_starts_a_pool_of_its_own():
+    """The parent's pool threads do not exist in a child made by fork: the
+    child's threaded calls must still run (not wait on a dead pool)."""
+    import multiprocessing
+    import os
+
+    if not hasattr(os, "register_at_fork"):
+        pytest.skip("no fork on this system")
+    _threads.run_pieces(abs, range(4), 2)          # the parent's pool exists
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        result = pool.apply_async(_threaded_sum_in_child)
+        assert result.get(timeout=60) == sum(range(100))
+
+
+def _threaded_sum_in_child():
+    return sum(_threads.run_pieces(abs, range(100), 2))

@@ -230,10 +230,11 @@ def _fp16_edges():
     return v
 
 
-def test_fp32_to_fp16_edges(general):
+@pytest.mark.parametrize("tininess", ["after", "before"])
+def test_fp32_to_fp16_edges(general, tininess):
     for code in _fp16_edges():
         x = np.array([code], np.uint32)
-        fast_ctx, slow_ctx = fpsim.Context(), fpsim.Context()
+        fast_ctx, slow_ctx = fpsim.Context(tininess=tininess), fpsim.Context(tininess=tininess)
         fast = _fast32.Fast32(Steps(fast_ctx, None, {}), fast_ctx)
         got = fast.to_fp16(x)
         fast.finish()
@@ -241,9 +242,34 @@ def test_fp32_to_fp16_edges(general):
         assert got[0] == want[0], hex(code)
         assert fast_ctx.flags == slow_ctx.flags, (hex(code), fast_ctx.flags, slow_ctx.flags)
     many = np.tile(_fp16_edges(), 3000)            # several chunks at once
-    fast_ctx = fpsim.Context()
+    fast_ctx = fpsim.Context(tininess=tininess)
     fast = _fast32.Fast32(Steps(fast_ctx, None, {}), fast_ctx)
-    assert np.array_equal(fast.to_fp16(many), general(array.convert, many, "fp32", "fp16"))
+    assert np.array_equal(fast.to_fp16(many), general(array.convert, many, "fp32", "fp16",
+                                                      fpsim.Context(tininess=tininess)))
+
+
+@pytest.mark.parametrize("tininess", ["after", "before"])
+def test_fp32_to_fp16_random_codes(general, tininess):
+    """Random FP32 codes from below FP16's subnormals to past its overflow,
+    of both signs: every code as the general conversion gives it, and each
+    lane's flags (one lane at a time for a sample) too."""
+    rng = np.random.default_rng(7)
+    low, high = np.array([2.0 ** -27, 2.0 ** 17], F32).view(np.uint32)
+    codes = rng.integers(low, high, 1 << 20, dtype=np.uint32)
+    codes[::2] |= np.uint32(0x80000000)
+    fast_ctx, slow_ctx = fpsim.Context(tininess=tininess), fpsim.Context(tininess=tininess)
+    fast = _fast32.Fast32(Steps(fast_ctx, None, {}), fast_ctx)
+    got = fast.to_fp16(codes)
+    fast.finish()
+    assert np.array_equal(got, general(array.convert, codes, "fp32", "fp16", slow_ctx))
+    assert fast_ctx.flags == slow_ctx.flags
+    for code in codes[:1500]:
+        x = np.array([code], np.uint32)
+        fast_ctx, slow_ctx = fpsim.Context(tininess=tininess), fpsim.Context(tininess=tininess)
+        fast = _fast32.Fast32(Steps(fast_ctx, None, {}), fast_ctx)
+        fast.to_fp16(x)
+        general(array.convert, x, "fp32", "fp16", slow_ctx)
+        assert fast_ctx.flags == slow_ctx.flags, hex(code)
 
 
 def _near_midpoints(name):
@@ -270,7 +296,24 @@ def test_elementary_fp32_round_to_nearest(name, general):
                                                     F32)])
     x = np.concatenate([specials, x, _near_midpoints(name), _SNAN.view(F32)])
     _same(getattr(ops, name), general, x, return_flags=True)
+    _same(getattr(ops, name), general, x)            # the flags ORed chunk by chunk
     _same(getattr(ops, name), general, np.zeros(70000, F32))  # zeros across chunks
+
+
+@pytest.mark.parametrize("edge", [-86.0, 87.0, -86.5, 87.5, 88.72, np.nan, None])
+def test_exp_chunks_tested_by_their_arguments_extremes(edge, general):
+    """exp decides the safe range from its arguments' extremes: chunks of
+    softmax-like arguments (zeros among them, each chunk's flags ORed) with
+    one lane at, inside or past the edge of the arguments tested at once."""
+    rng = np.random.default_rng(3)
+    x = -np.abs(rng.standard_normal(3 * 65536)).astype(F32)
+    x[::1024] = 0.0
+    if edge is not None:
+        x[70000] = edge
+    _same(ops.exp, general, x)
+    _same(ops.exp, general, x, return_flags=True)
+    for exact in ([0.0], [0.0, -0.0, 0.0], [0.0, np.nan]):  # no lane inexact
+        _same(ops.exp, general, np.array(exact, F32))
 
 
 # -- elementwise operators on narrow inputs: each distinct code once ----------------------------
@@ -442,3 +485,12 @@ def test_widening_equals_the_general_conversion_on_every_code(fmt):
     got = fast.widen(codes[~nan], fmt)
     assert got is not None and np.array_equal(got, want[~nan]) and not flags[~nan].any()
     assert fast.widen(codes[nan][:1], fmt) is None
+    finite = np.isfinite(array.decode(codes, fmt))  # (FP16: by the bits, not the table)
+    got = fast.widen(codes[finite].reshape(-1, 2), fmt)
+    assert got is not None and np.array_equal(got.reshape(-1), want[finite])
+    for special in codes[~finite]:   # one infinity or NaN among finite codes
+        got = fast.widen(np.array([0x3C00, special, 0x8001], np.uint16), fmt)
+        if np.isnan(array.decode(np.array([special], np.uint16), fmt))[0]:
+            assert got is None
+        else:
+            assert got is not None and got[1] == want[special]

@@ -133,7 +133,8 @@ def run_chunks(size: int, shape: tuple[int, ...], dtype: Any, chunk_size: int,
                compute: Any, ctx: Context, return_flags: bool, workers: int | None = 1
                ) -> Any:
     """The loop every array function runs: ``compute(start, stop)`` gives
-    the results and flags of elements ``start:stop``; they fill an output of
+    the results and flags of elements ``start:stop`` (with ``return_flags``
+    False, the flags may be given ORed into one int); they fill an output of
     ``dtype`` and ``shape``, and the flags of all elements are ORed into
     ``ctx`` once every chunk has succeeded (a call that raises leaves the
     context's flags as they were).
@@ -158,6 +159,8 @@ def run_chunks(size: int, shape: tuple[int, ...], dtype: Any, chunk_size: int,
         out[start:stop] = values
         if all_flags is not None:
             all_flags[start:stop] = flags
+        if isinstance(flags, int):
+            return flags
         return int(np.bitwise_or.reduce(flags)) if flags.size else 0
 
     starts = builtins.range(0, size, chunk_size)

@@ -267,14 +267,12 @@ _SAFE_SPAN = np.float64(_SAFE_MAX).view(np.uint64) - _SAFE_LO
 _ONE_FP32 = np.uint32(0x3F800000)
 
 
-def _inexact_lanes(name: str, v: np.ndarray, zero: np.ndarray) -> np.ndarray | None:
+def _inexact_lanes(name: str, v: np.ndarray) -> np.ndarray | None:
     """Where a y passing the tests of :func:`_chunk_fp32_nearest` may still be
-    an exact result (None: nowhere; ``zero`` marks the zero arguments).
-    exp(0) = 1, tanh and erf at ±inf are ±1, rsqrt of a power of 4 is a power
-    of 2; the other exact and invalid cases give values outside the safe
-    range (0, infinities, NaN)."""
-    if name == "exp":
-        return ~zero if zero.any() else None
+    an exact result (None: nowhere).  tanh and erf at ±inf are ±1, rsqrt of
+    a power of 4 is a power of 2; exp(±0) = 1 is the caller's (with tanh and
+    erf at ±0); the other exact and invalid cases give values outside the
+    safe range (0, infinities, NaN)."""
     if name in ("tanh", "erf"):
         return np.isfinite(v)
     if name == "rsqrt":
@@ -282,8 +280,14 @@ def _inexact_lanes(name: str, v: np.ndarray, zero: np.ndarray) -> np.ndarray | N
     return None
 
 
-def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
-                        ) -> tuple[np.ndarray, np.ndarray]:
+# Arguments whose exp lies well inside the safe range whatever the float64
+# exp's last bits (exp(-86) is 4.5e-38 > 2**-125, exp(87) is 6.1e37 < 2**127):
+# a chunk between them needs no test of the range lane by lane.
+_EXP_SAFE_ARGUMENTS = (np.float32(-86.0), np.float32(87.0))
+
+
+def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context,
+                        lane_flags: bool = True) -> tuple[np.ndarray, Any]:
     """:func:`_chunk` for FP32 in round-to-nearest-even (no DAZ, no FTZ,
     the machine's cast rounding to nearest: checked by the caller).
 
@@ -294,11 +298,14 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
     check's result.  The function at zero is exact (exp(±0) = 1, tanh and
     erf keep the zero).  Every other element takes :func:`_chunk`.  The
     intermediates are work arrays (:mod:`fpsim._scratch`): no allocation
-    but the result's."""
-    v, y, t = work_arrays("fp32 nearest", codes.size, np.float64, np.float64, U64)
-    decided, zero = work_arrays("fp32 nearest masks", codes.size, bool, bool)
+    but the result's.  The flags are each element's, or with
+    ``lane_flags=False`` all of them ORed into an int."""
+    n = codes.size
+    v, y, t = work_arrays("fp32 nearest", n, np.float64, np.float64, U64)
+    decided, zero, rest = work_arrays("fp32 nearest masks", n, bool, bool, bool)
+    x = codes.view(np.float32)
     with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
-        np.copyto(v, codes.view(np.float32))
+        np.copyto(v, x)
         function = _FLOAT64[name]
         if isinstance(function, np.ufunc):
             function(v, out=y)
@@ -310,24 +317,38 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context
     t &= _LOW_BITS
     np.greater(t, _SLACK, out=decided)
     # The safe range, tested on the whole chunk at once where its extremes
-    # (NaN if any lane is one) lie inside it; lane by lane otherwise.
-    lo, hi = np.min(y), np.max(y)
-    if not (_SAFE_MIN <= lo and hi < _SAFE_MAX or -_SAFE_MAX < lo and hi <= -_SAFE_MIN):
+    # (NaN if any lane is one) lie inside it; lane by lane otherwise.  exp
+    # is increasing: its arguments' extremes say it, from half the bytes.
+    if name == "exp":
+        lo, hi = np.min(x), np.max(x)
+        inside = _EXP_SAFE_ARGUMENTS[0] <= lo and hi <= _EXP_SAFE_ARGUMENTS[1]
+    else:
+        lo, hi = np.min(y), np.max(y)
+        inside = _SAFE_MIN <= lo and hi < _SAFE_MAX or -_SAFE_MAX < lo and hi <= -_SAFE_MIN
+    if not inside:
         np.bitwise_and(bits, _MAGNITUDE, out=t)
         t -= _SAFE_LO
         decided &= t < _SAFE_SPAN
-    np.equal(v, 0.0, out=zero)
-    guard = _inexact_lanes(name, v, zero)
+    guard = _inexact_lanes(name, v)
     if guard is not None:
         decided &= guard
-    flags = decided.view(U8) * U8(INEXACT)
-    rest = np.logical_not(decided, out=decided)
+    np.equal(x, 0.0, out=zero)
     if name != "log" and name != "rsqrt" and zero.any():
         out[zero] = _ONE_FP32 if name == "exp" else codes[zero]  # exact, no flag
-        rest &= ~zero
+        np.greater(decided, zero, out=decided)  # (decided and not zero)
+        np.logical_or(decided, zero, out=rest)
+        np.logical_not(rest, out=rest)
+    else:
+        np.logical_not(decided, out=rest)
+    flags: Any = (decided.view(U8) * U8(INEXACT) if lane_flags
+                  else INEXACT if decided.any() else 0)
     if rest.any():
         i = np.flatnonzero(rest)
-        out[i], flags[i] = _chunk(name, FP32, False, codes[i], None, scratch)
+        out[i], rest_flags = _chunk(name, FP32, False, codes[i], None, scratch)
+        if lane_flags:
+            flags[i] = rest_flags
+        else:
+            flags |= int(np.bitwise_or.reduce(rest_flags))
     return out, flags
 
 
@@ -357,17 +378,18 @@ def _elementwise(name: str, x: Any, ctx: Context | None, fmt: Format | str | Non
     if distinct is not None:  # each distinct code once, then every element its code's
         flat = distinct.codes
 
+    lane_flags = return_flags or distinct is not None
     if (f == FP32 and key[0] is Rounding.RNE and not key[2] and not key[3]
             and _native.rounds_to_nearest()):
-        def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-            return _chunk_fp32_nearest(name, flat[start:stop], scratch)
+        def chunk(start: int, stop: int) -> tuple[np.ndarray, Any]:
+            return _chunk_fp32_nearest(name, flat[start:stop], scratch, lane_flags)
     else:
         def chunk(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
             rand = bits(start, stop) if bits is not None else None
             return _chunk(name, f, key[3], flat[start:stop], rand, scratch)
 
     result = run_chunks(flat.size, flat.shape, array.code_dtype(f), chunk_size, chunk, ctx,
-                        return_flags or distinct is not None)
+                        lane_flags)
     if distinct is not None:
         result = tuple(distinct.spread(r) for r in result)
     codes, flags = result if return_flags or distinct is not None else (result, None)

@@ -32,12 +32,14 @@ in round to nearest is never -0).  A total that is not finite (an infinite
 or NaN term, or an overflowing partial sum) is left to the general path.
 
 Inputs of at most 16 bits whose values FP32 holds are widened by a table of
-every code's FP32 value, built once by the general conversion; a NaN input
-(whose conversion may raise INVALID) sends the whole conversion back to it.
-FP32 results into FP16 round by integer arithmetic on the float32 bits
-(normal results) and the machine's float32 addition (subnormal ones), with
-overflowing results, NaNs and those at the edge of FP16's normal range left
-to the general path (:meth:`Fast32.to_fp16`).
+every code's FP32 value, built once by the general conversion (FP16 and
+BF16 without infinities or NaNs by integer operations on their bits, as the
+table would); a NaN input (whose conversion may raise INVALID) sends the
+whole conversion back to it.
+FP32 results into FP16 round by the machine's float32 addition of a power
+of two whose last place is FP16's at the value (normal and subnormal
+results alike), with overflowing results and NaNs left to the general path
+(:meth:`Fast32.to_fp16`).
 
 The tests compare every operator with this module against the same
 operator with it switched off (:func:`usable`), flags included.
@@ -54,7 +56,7 @@ from .. import _machine, array
 from .._scratch import scratch
 from ..array import _native
 from ..context import Context
-from ..formats import FP16, FP32, Format
+from ..formats import BF16, FP16, FP32, Format
 from ..modes import Rounding
 from ..rounding import INEXACT, UNDERFLOW
 from ._reduce import Steps
@@ -84,6 +86,7 @@ class Fast32:
     def __init__(self, steps: Steps, ctx: Context) -> None:
         self.steps = steps
         self.ctx = ctx  # the context receiving the flags (resolved)
+        self.before = steps.key[4]  # tininess detected before rounding
         self.checks: list[tuple[int, Callable[[], bool]]] = []
 
     # -- flags -------------------------------------------------------------------------------
@@ -226,6 +229,9 @@ class Fast32:
         conversion must run (other formats, or a NaN among the inputs)."""
         if fmt.width > 16 or not holds(FP32, fmt):
             return None
+        wide = _widen_by_bits(codes, fmt) if fmt in (FP16, BF16) else None
+        if wide is not None:
+            return wide
         values = np.take(_widening_table(fmt), codes)
         if np.isnan(values).any():
             return None
@@ -234,24 +240,28 @@ class Fast32:
     def to_fp16(self, codes: np.ndarray) -> np.ndarray:
         """FP32 codes rounded to nearest even into FP16 codes, with flags.
 
-        On the float32 bits ``a`` of ``|v|``: where FP16's result is normal
-        (``2**-14 <= |v| < 65520``), adding ``0xFFF`` plus the last kept bit
-        rounds the 13 dropped bits to nearest even, and the carry moves into
-        the exponent, rebased by ``(127 - 15) << 23``; where ``|v| < 2**-14
-        - 2**-26`` the result is subnormal under either tininess rule, and
-        ``|v| + 0.5`` in float32 rounds it to FP16's subnormal grid (2**-24,
-        the last place of 0.5).  The lanes between (which round to 2**-14)
-        and from 65520 up (overflow, infinities, NaNs) go to the general
-        path."""
+        On ``v = |x|`` in float32, with ``M`` the power of two ``2**13``
+        times ``v``'s binade (at least ``2**-1``), ``(v + M) - M`` is ``v``
+        rounded to nearest even on FP16's grid: the sum's last place is
+        FP16's at ``v`` (``2**-24`` for FP16's subnormals, the last place of
+        0.5), and the difference is exact.  Times ``2**-112`` (exact), that
+        value's float32 bits shifted right by 13 are its FP16 code, subnormals
+        included (FP32's own subnormals then line up with FP16's).  A lane is
+        inexact where the rounded value differs from ``v``, and tiny below
+        ``2**-14`` (tininess before rounding) or below ``2**-14 - 2**-26``
+        (after: those between round to ``2**-14`` with an unbounded
+        exponent).  Lanes from 65520 up (overflow, infinities, NaNs) go to
+        the general path."""
         u = np.ascontiguousarray(codes, U32).reshape(-1)
         out = np.empty(u.shape, U16)
         redo, raised = [], 0
+        tiny_below = _TINY_BEFORE if self.before else _TINY_AFTER
         for start in range(0, u.size, _CHUNK):  # (temporaries stay in cache)
             piece = u[start:start + _CHUNK]
             want = (INEXACT | UNDERFLOW) & ~(self.ctx._flags[0] | raised)
-            lanes, found = _fp16_chunk(piece, out[start:start + _CHUNK], want)
+            lanes, found = _fp16_chunk(piece, out[start:start + _CHUNK], want, tiny_below)
             raised |= found
-            if lanes.size:
+            if lanes is not None:
                 redo.append(lanes + start)
         if redo:
             lanes = np.concatenate(redo)
@@ -293,73 +303,92 @@ def _outside_normal(r: np.ndarray) -> np.ndarray | None:
     return np.concatenate(found) if found else None
 
 
-def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int) -> tuple[np.ndarray, int]:
+# FP32 codes of magnitudes: FP16's smallest normal 2**-14, below which a
+# lane is tiny before rounding, and 2**-14 - 2**-26, below which it is tiny
+# after rounding; 65520, from which a lane rounds to FP16's infinity (or is
+# one, or a NaN) and is redone by the general path.
+_TINY_BEFORE, _TINY_AFTER, _FP16_REDO_FROM = U32(0x38800000), U32(0x387FF000), U32(0x477FF000)
+_EXPONENT = U32(0x7F800000)
+_M_SHIFT = U32(13 << 23)          # 2**13 times a power of two, on its bits
+_TO_FP16_GRID = F32(2.0 ** -112)  # FP32's bits >> 13 are then FP16's
+
+
+def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
+                ) -> tuple[np.ndarray | None, int]:
     """:meth:`Fast32.to_fp16` on one chunk of FP32 codes ``u``: FP16 codes
-    into ``out``, the lanes the general path must redo, and which of the
-    flags in ``want`` the other lanes raise.  Every intermediate is a
-    scratch array (:mod:`fpsim._scratch`): no allocation per chunk."""
-    a, h, t, m, sel = scratch("fp16 chunk", u.size, U32, U32, U32, U32, U32)
-    tiny, redo, big = scratch("fp16 chunk masks", u.size, bool, bool, bool)
-    f = t.view(F32)  # (t is free again before f is written, and after it is read)
-    # The chunk's extremes (NaN if a lane is one) spare the steps no lane needs:
-    # the sign where none is negative, the overflow test where all are below it.
+    into ``out``, the lanes the general path must redo (None: none), and
+    which of the flags in ``want`` the other lanes raise.  Every
+    intermediate is a scratch array (:mod:`fpsim._scratch`): no allocation
+    per chunk."""
+    a, m, r = scratch("fp16 chunk", u.size, U32, U32, U32)
+    # The chunk's extremes (NaN if a lane is one) spare the steps no lane
+    # needs: the sign where none is negative, the overflow test where all
+    # are below it.
     lo, hi = np.min(u.view(F32)), np.max(u.view(F32))
+    limit = _FP16_REDO_FROM.view(F32)
     signed = not lo > 0  # (a zero may be -0)
-    may_overflow = not (hi < _FP16_REDO_FROM and lo > -_FP16_REDO_FROM)
-    np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
-    np.add(a, U32((0xFFF - 0x38000000) % (1 << 32)), out=h)  # (wraps on tiny lanes: unused)
-    np.right_shift(a, U32(13), out=m)
-    m &= U32(1)
-    h += m
-    h >>= U32(13)
-    np.less(a, U32(0x387FF000), out=tiny)
-    with np.errstate(all="ignore"):  # (NaN lanes are the general path's)
-        np.add(a.view(F32), F32(0.5), out=f)
-    np.subtract(t, U32(0x3F000000), out=m)  # the subnormal code of tiny lanes
-    # h = m on tiny lanes: an arithmetic select (a masked copy branches per lane)
-    np.copyto(sel, tiny)
-    np.negative(sel, out=sel)  # all ones on tiny lanes
-    m ^= h
-    m &= sel
-    h ^= m
+    lanes = None
+    if signed:
+        np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
+    else:
+        a = u
+    if not (hi < limit and lo > -limit):
+        big = np.greater_equal(a, _FP16_REDO_FROM)
+        if big.any():
+            lanes = np.flatnonzero(big)  # their flags are the general path's:
+            if a is u:                   # here they are made 0, exact
+                a = np.copy(u)
+            a[lanes] = 0
+    fa, fm, fr = a.view(F32), m.view(F32), r.view(F32)
+    np.bitwise_and(a, _EXPONENT, out=m)
+    np.maximum(m, _TINY_BEFORE, out=m)
+    m += _M_SHIFT
+    np.add(fa, fm, out=fr)
+    fr -= fm
+    found = 0
+    if want:
+        inexact = np.not_equal(fr, fa)
+        if want & INEXACT and inexact.any():
+            found |= INEXACT
+        if want & UNDERFLOW and not lo >= tiny_below.view(F32):
+            inexact &= a < tiny_below
+            if inexact.any():
+                found |= UNDERFLOW | INEXACT
+    fr *= _TO_FP16_GRID
+    r >>= U32(13)
     if signed:
         np.right_shift(u, U32(16), out=m)
         m &= U32(0x8000)
-        h |= m
-    np.copyto(out, h, casting="unsafe")
-    np.subtract(a, U32(0x387FF000), out=m)
-    np.less(m, U32(0x1000), out=redo)
-    if may_overflow:
-        np.greater_equal(a, U32(0x477FF000), out=big)
-        redo |= big
-    lanes = np.flatnonzero(redo)
-    if lanes.size:
-        a[lanes] = 0  # their flags are the general path's: here exact and tiny
-        tiny[lanes] = True
-        f[lanes] = F32(0.5)
-    found = 0
-    if want & (INEXACT | UNDERFLOW) and tiny.any():
-        # tiny and inexact: (|v| + 0.5) - 0.5 differs from |v| (every lane
-        # at once: a gather of the tiny lanes costs more)
-        with np.errstate(all="ignore"):
-            np.subtract(f, F32(0.5), out=h.view(F32))
-        np.not_equal(h.view(F32), a.view(F32), out=big)
-        big &= tiny
-        if big.any():
-            found |= UNDERFLOW | INEXACT
-    if want & INEXACT & ~found:
-        # the dropped bits of the lanes not tiny (redone lanes have a = 0)
-        np.bitwise_and(a, U32(0x1FFF), out=h)
-        np.invert(sel, out=sel)
-        h &= sel
-        if h.any():
-            found |= INEXACT
+        r |= m
+    np.copyto(out, r, casting="unsafe")
     return lanes, found & want
 
 
-# 0x477FF000 as a float32: from there on a lane rounds to FP16's infinity
-# (or is one, or a NaN) and is redone by the general path
-_FP16_REDO_FROM = np.uint32(0x477FF000).view(F32)
+def _widen_by_bits(codes: np.ndarray, fmt: Format) -> np.ndarray | None:
+    """FP16 or BF16 codes as FP32 codes by integer operations on their bits
+    (half the time of the table's gather); None where a code is an infinity
+    or a NaN (FP16) or a NaN (BF16), left to the table or the general path.
+
+    BF16 is FP32's upper half.  An FP16 code ``s|m`` (15-bit magnitude m),
+    sign-extended to 32 bits and shifted left by 13, holds ``m << 13``
+    under copies of the sign, cleared but for bit 31: a float32 whose
+    exponent and fraction fields are FP16's, so its value is FP16's times
+    ``2**-112`` (FP16's subnormals are FP32 subnormals there), and the exact
+    product by ``2**112`` is the FP16 value.  Infinities and NaNs become
+    65536 or more in magnitude."""
+    if fmt == BF16:
+        wide = codes.astype(U32)
+        wide <<= U32(16)
+        return None if np.isnan(np.max(wide.view(F32))) else wide
+    wide = codes.view(np.int16).astype(np.int32)
+    wide <<= np.int32(13)
+    wide &= np.int32(-0x70000001)  # 0x8FFFFFFF
+    values = wide.view(F32)
+    values *= F32(2.0 ** 112)
+    if not (np.min(values) > -65536.0 and np.max(values) < 65536.0):
+        return None
+    return wide.view(U32)
+
 
 _WIDENING: dict[Format, np.ndarray] = {}
 
