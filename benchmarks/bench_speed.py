@@ -23,10 +23,11 @@ reference that computes the same bits, measured in the same run.
 Every fpsim call is made once before it is timed: tables built on first
 use are not part of a figure.
 
-The issue's goals are printed beside each ratio.  Prints medians; asserts
-nothing about time.  Run ``python benchmarks/bench_speed.py [--quick]`` on
-an otherwise idle machine: under load fpsim's figures degrade more than
-numpy's.
+The issue's goals are printed beside each ratio.  Prints medians of
+``--repeats`` calls (5), fpsim's and the reference's called in turn so that
+a burst of load elsewhere slows both; asserts nothing about time.  Run
+``python benchmarks/bench_speed.py [--quick]`` on an otherwise idle machine:
+under load fpsim's figures degrade more than numpy's.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from _timing import median_seconds
+from _timing import median_pair
 
 import fpsim
 from fpsim import _threads, array, ops
@@ -130,7 +131,7 @@ def main() -> None:
     parser.add_argument("--big-gemm", type=int, default=1024, help="M = N = K of the large one")
     parser.add_argument("--rows", type=int, default=1024, help="rows = columns of the norms")
     parser.add_argument("-n", type=int, default=10**7, help="elements of the array ops")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     args = parser.parse_args()
     if args.quick:
@@ -150,17 +151,17 @@ def main() -> None:
         for label, order, peer in orders:
             ours = ops.matmul(a, b, accumulate="fp32", out="fp32", order=order)
             assert np.array_equal(ours.view(np.uint32), peer(a, b).view(np.uint32)), name
-            t_ours = median_seconds(lambda a=a, b=b, order=order: ops.matmul(
-                a, b, accumulate="fp32", out="fp32", order=order), args.repeats)
-            t_ref = median_seconds(lambda a=a, b=b, peer=peer: peer(a, b), args.repeats)
+            t_ours, t_ref = median_pair(lambda a=a, b=b, order=order: ops.matmul(
+                a, b, accumulate="fp32", out="fp32", order=order),
+                lambda a=a, b=b, peer=peer: peer(a, b), args.repeats)
             line(f"{name} inputs, {label}", t_ours, t_ref, "<= 2x")
     big = args.big_gemm
     ga = rng.standard_normal((big, big)).astype(np.float16)
     gb = rng.standard_normal((big, big)).astype(np.float16)
     ours = ops.matmul(ga, gb, out="fp32")
     assert np.array_equal(ours.view(np.uint32), numpy_gemm(ga, gb).view(np.uint32))
-    t_big = median_seconds(lambda: ops.matmul(ga, gb, out="fp32"), args.repeats)
-    t_ref = median_seconds(lambda: numpy_gemm(ga, gb), args.repeats)
+    t_big, t_ref = median_pair(lambda: ops.matmul(ga, gb, out="fp32"),
+                               lambda: numpy_gemm(ga, gb), args.repeats)
     line(f"fp16 inputs, sequential, {big}^3", t_big, t_ref, "under 2 s")
 
     header(f"{args.rows}x{args.rows} FP16, FP32 compute")
@@ -171,8 +172,7 @@ def main() -> None:
                           ("rms_norm", ops.rms_norm, numpy_rms_norm),
                           ("gelu", ops.gelu, numpy_gelu)):
         fn(x)  # warm: tables built once
-        t_ours = median_seconds(lambda fn=fn: fn(x), args.repeats)
-        t_ref = median_seconds(lambda ref=ref: ref(x), args.repeats)
+        t_ours, t_ref = median_pair(lambda fn=fn: fn(x), lambda ref=ref: ref(x), args.repeats)
         line(name, t_ours, t_ref, "<= 3x")
 
     header(f"array ops, {args.n:,} elements")
@@ -184,15 +184,16 @@ def main() -> None:
             ref = lambda a=a, b=b, npop=npop, dt=dt: npop(a.astype(np.float64),
                                                           b.astype(np.float64)).astype(dt)
             assert np.array_equal(fn(a, b).view(np.uint16), ref().view(np.uint16))
-            t_rne = median_seconds(lambda fn=fn, a=a, b=b: fn(a, b), args.repeats)
-            t_ref = median_seconds(ref, args.repeats)
+            rne = lambda fn=fn, a=a, b=b: fn(a, b)  # noqa: E731
+            t_rne, t_ref = median_pair(rne, ref, args.repeats)
             goal = "<= 1.5x" if fmt is fpsim.FP16 else "<= 2x"
             line(f"{fmt.name} {op} rne", t_rne, t_ref, goal)
             for mode in ("rtz", "rup", "rdn", "rna", "rto"):
                 ctx = fpsim.Context(rounding=mode)
                 fn(a, b, ctx)  # a mode's tables are built once, on its first call
-                t = median_seconds(lambda fn=fn, a=a, b=b, ctx=ctx: fn(a, b, ctx), args.repeats)
-                line(f"{fmt.name} {op} {mode} (ref: rne)", t, t_rne, "<= 3x")
+                t, t_mode_rne = median_pair(lambda fn=fn, a=a, b=b, ctx=ctx: fn(a, b, ctx), rne,
+                                            args.repeats)
+                line(f"{fmt.name} {op} {mode} (ref: rne)", t, t_mode_rne, "<= 3x")
 
     header(f"encode float32, {args.n:,} elements")
     x32 = (rng.standard_normal(args.n) * np.exp2(rng.uniform(-20, 10, args.n))).astype(F32)
@@ -200,8 +201,8 @@ def main() -> None:
                     (fpsim.E4M3, ml_dtypes.float8_e4m3fn), (fpsim.E5M2, ml_dtypes.float8_e5m2)):
         codes = array.encode(x32, fmt)  # warm, and the same bits as the peer's cast
         assert np.array_equal(codes, x32.astype(dt).view(codes.dtype)) or fmt is fpsim.E4M3
-        t_ours = median_seconds(lambda fmt=fmt: array.encode(x32, fmt), args.repeats)
-        t_ref = median_seconds(lambda dt=dt: x32.astype(dt), args.repeats)
+        t_ours, t_ref = median_pair(lambda fmt=fmt: array.encode(x32, fmt),
+                                    lambda dt=dt: x32.astype(dt), args.repeats)
         line(f"float32 -> {fmt.name}", t_ours, t_ref, "<= 3x")
 
     # Both cores: the same call with workers=1 as the reference (a ratio
@@ -218,8 +219,8 @@ def main() -> None:
                         (f"add fp16, {args.n:,}", lambda w: array.add(x16, y16, workers=w)),
                         (f"float32 -> bf16, {args.n:,}", lambda w: array.encode(
                             x32, "bf16", workers=w))):
-        t_default = median_seconds(lambda call=call: call(None), args.repeats)
-        t_one = median_seconds(lambda call=call: call(1), args.repeats)
+        t_default, t_one = median_pair(lambda call=call: call(None), lambda call=call: call(1),
+                                       args.repeats)
         line(label, t_default, t_one, "a speed-up (below 1x)")
 
     # Peak memory of a call: its inputs plus the most it allocates at once

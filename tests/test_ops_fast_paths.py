@@ -488,9 +488,28 @@ def test_widening_equals_the_general_conversion_on_every_code(fmt):
     finite = np.isfinite(array.decode(codes, fmt))  # (FP16: by the bits, not the table)
     got = fast.widen(codes[finite].reshape(-1, 2), fmt)
     assert got is not None and np.array_equal(got.reshape(-1), want[finite])
+    empty = fast.widen(np.zeros((0, 3), np.uint16), fmt)
+    assert empty is not None and empty.shape == (0, 3)
     for special in codes[~finite]:   # one infinity or NaN among finite codes
         got = fast.widen(np.array([0x3C00, special, 0x8001], np.uint16), fmt)
         if np.isnan(array.decode(np.array([special], np.uint16), fmt))[0]:
             assert got is None
         else:
             assert got is not None and got[1] == want[special]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm", "gelu"])
+def test_numpys_error_settings_do_not_reach_the_fast_paths(name):
+    """A caller with numpy's floating-point errors set to raise gets the same
+    bits and flags: the fast steps' float32 arithmetic on NaNs, infinities,
+    overflows and subnormals is theirs to ignore."""
+    x = _rows(2, (64, 256))
+    x[0, :4] = [np.inf, -np.inf, np.nan, 65504.0]
+    x[1, :3] = [2.0 ** -24, -2.0 ** -24, 0.0]
+    fn = getattr(ops, name)
+    plain_ctx, raising_ctx = fpsim.Context(), fpsim.Context()
+    plain = fn(x, ctx=plain_ctx)
+    with np.errstate(all="raise"):
+        raising = fn(x, ctx=raising_ctx)
+    assert np.array_equal(_bits(plain), _bits(raising))
+    assert plain_ctx.flags == raising_ctx.flags

@@ -25,9 +25,11 @@ Threads: the conversions and :func:`add`, :func:`sub`, :func:`mul`,
 threads a call may run its chunks on (numpy releases the interpreter lock in
 its loops).  The default, None, uses every CPU this process may run on for
 calls of about a million elements or more, one thread below; ``workers=1``
-never starts a thread.  Stochastic rounding runs in one thread (its random
-numbers are drawn in element order).  The bits and flags never depend on
-``workers``.
+runs in the calling thread alone.  The other threads belong to one pool per
+process (named ``fpsim_N``), started on first use and kept for later calls;
+a call made from one of them runs in that thread.  Stochastic rounding runs
+in one thread (its random numbers are drawn in element order).  The bits and
+flags never depend on ``workers``.
 
 >>> import numpy as np, fpsim
 >>> from fpsim import array

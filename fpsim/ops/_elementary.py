@@ -318,11 +318,10 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context,
     np.greater(t, _SLACK, out=decided)
     # The safe range, tested on the whole chunk at once where its extremes
     # (NaN if any lane is one) lie inside it; lane by lane otherwise.  exp
-    # is increasing: its arguments' extremes say it, from half the bytes.
-    if name == "exp":
-        lo, hi = np.min(x), np.max(x)
-        inside = _EXP_SAFE_ARGUMENTS[0] <= lo and hi <= _EXP_SAFE_ARGUMENTS[1]
-    else:
+    # is increasing: its arguments' extremes say it first, from half the bytes.
+    inside = name == "exp" and _EXP_SAFE_ARGUMENTS[0] <= np.min(x) and \
+        np.max(x) <= _EXP_SAFE_ARGUMENTS[1]
+    if not inside:
         lo, hi = np.min(y), np.max(y)
         inside = _SAFE_MIN <= lo and hi < _SAFE_MAX or -_SAFE_MAX < lo and hi <= -_SAFE_MIN
     if not inside:

@@ -343,8 +343,9 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
     np.bitwise_and(a, _EXPONENT, out=m)
     np.maximum(m, _TINY_BEFORE, out=m)
     m += _M_SHIFT
-    np.add(fa, fm, out=fr)
-    fr -= fm
+    with np.errstate(all="ignore"):  # (whatever the caller's numpy settings)
+        np.add(fa, fm, out=fr)
+        fr -= fm
     found = 0
     if want:
         inexact = np.not_equal(fr, fa)
@@ -354,7 +355,7 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
             inexact &= a < tiny_below
             if inexact.any():
                 found |= UNDERFLOW | INEXACT
-    fr *= _TO_FP16_GRID
+    fr *= _TO_FP16_GRID  # (exact: no error to report, whatever the settings)
     r >>= U32(13)
     if signed:
         np.right_shift(u, U32(16), out=m)
@@ -379,13 +380,13 @@ def _widen_by_bits(codes: np.ndarray, fmt: Format) -> np.ndarray | None:
     if fmt == BF16:
         wide = codes.astype(U32)
         wide <<= U32(16)
-        return None if np.isnan(np.max(wide.view(F32))) else wide
+        return None if wide.size and np.isnan(np.max(wide.view(F32))) else wide
     wide = codes.view(np.int16).astype(np.int32)
     wide <<= np.int32(13)
     wide &= np.int32(-0x70000001)  # 0x8FFFFFFF
     values = wide.view(F32)
     values *= F32(2.0 ** 112)
-    if not (np.min(values) > -65536.0 and np.max(values) < 65536.0):
+    if values.size and not (np.min(values) > -65536.0 and np.max(values) < 65536.0):
         return None
     return wide.view(U32)
 
