@@ -10,7 +10,7 @@ import pytest
 
 import fpsim
 from fpsim import _threads, array
-from fpsim.array import _common
+from fpsim.array import engine
 
 
 def _hard_fp16(n, seed):
@@ -86,7 +86,7 @@ def test_a_large_call_on_default_workers_equals_one_thread():
 
 def test_threaded_calls_take_the_larger_chunk_only_by_default(monkeypatch):
     sizes = []
-    real = _common.run_chunks
+    real = engine.run_chunks
 
     def spy(size, shape, dtype, chunk_size, compute, ctx, return_flags, workers=1):
         def recording(start, stop):
@@ -96,16 +96,16 @@ def test_threaded_calls_take_the_larger_chunk_only_by_default(monkeypatch):
 
     from fpsim.array import _arith
     monkeypatch.setattr(_arith, "run_chunks", spy)
-    n = 3 * _common.THREADED_CHUNK
+    n = 3 * engine.THREADED_CHUNK
     x = np.ones(n, np.float16)
     array.add(x, x, workers=2)
-    assert max(sizes) == _common.THREADED_CHUNK
+    assert max(sizes) == engine.THREADED_CHUNK
     sizes.clear()
     array.add(x, x, workers=2, chunk_size=1000)
     assert max(sizes) == 1000
     sizes.clear()
     array.add(x, x, workers=1)
-    assert max(sizes) == _common.DEFAULT_CHUNK
+    assert max(sizes) == engine.DEFAULT_CHUNK
 
 
 def test_stochastic_rounding_draws_in_element_order_whatever_the_workers():

@@ -135,7 +135,7 @@ def test_array_arithmetic_equals_the_scalar_path_on_a_sample_of_pairs():
 
 
 def test_value_dtype_round_trips_through_format_of_dtype():
-    from fpsim.array._common import format_of_dtype
+    from fpsim.array.engine import format_of_dtype
     for name in ML_NAMES:
         dt = np.dtype(getattr(ml_dtypes, name))
         assert format_of_dtype(dt) is fpsim.format(name)

@@ -43,8 +43,8 @@ array([inf], dtype=float16)
 """
 
 from ._arith import add, add_sequence, div, eq, fma, ge, gt, le, lt, mul, ne, sqrt, sub, unordered
-from ._common import DEFAULT_CHUNK, code_dtype, value_dtype
 from ._convert import convert, decode, encode, round
+from .engine import DEFAULT_CHUNK, code_dtype, value_dtype
 
 __all__ = ["decode", "encode", "round", "convert", "code_dtype", "value_dtype", "DEFAULT_CHUNK",
            "add", "add_sequence", "sub", "mul", "div", "fma", "sqrt",

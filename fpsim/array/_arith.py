@@ -42,18 +42,6 @@ from ..modes import STOCHASTIC, Rounding, Tininess
 from ..nans import default_nan
 from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code
 from . import _native as native
-from ._common import (
-    DEFAULT_CHUNK,
-    VALUE_DTYPE_NAMES,
-    as_array,
-    check_codes,
-    code_dtype,
-    codes_of,
-    raw_codes,
-    run_chunks,
-    stochastic_bits,
-    value_dtype,
-)
 from ._convert import (
     BIT_MODES,
     _lookup_table,
@@ -65,6 +53,18 @@ from ._convert import (
 from ._kernel import I64, U8, U64, bit_length, fields, nan_results, round_values
 from ._proxy import nudge_toward, proxy_for, proxy_index
 from ._tables import cached
+from .engine import (
+    DEFAULT_CHUNK,
+    VALUE_DTYPE_NAMES,
+    as_array,
+    check_codes,
+    code_dtype,
+    codes_of,
+    raw_codes,
+    run_chunks,
+    stochastic_bits,
+    value_dtype,
+)
 
 __all__ = ["add", "add_sequence", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]

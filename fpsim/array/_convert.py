@@ -25,7 +25,10 @@ from ..modes import Rounding
 from ..nans import convert_nan
 from ..rounding import INEXACT, OVERFLOW, UNDERFLOW, _overflow, infinity_code
 from . import _native as native
-from ._common import (
+from ._kernel import U8, U64, fields, round_values
+from ._proxy import proxy_for, proxy_index
+from ._tables import Table, cached
+from .engine import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
     as_array,
@@ -36,9 +39,6 @@ from ._common import (
     stochastic_bits,
     value_dtype,
 )
-from ._kernel import U8, U64, fields, round_values
-from ._proxy import proxy_for, proxy_index
-from ._tables import Table, cached
 
 __all__ = ["decode", "encode", "round", "convert"]
 

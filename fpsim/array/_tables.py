@@ -16,8 +16,8 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from ..formats import Format
-from ._common import DEFAULT_CHUNK, code_dtype
 from ._kernel import U8
+from .engine import DEFAULT_CHUNK, code_dtype
 
 CACHE_BYTES = 256 << 20
 

@@ -117,7 +117,7 @@ def _physical_memory() -> int:
 def _format_of_inputs(paths: list[str], arrays: list[Any]) -> Any:
     """The inputs' format read from their .npy dtypes, as ``diff`` reads it;
     raw dumps and integer codes need --fmt."""
-    from ..array._common import format_of_dtype
+    from ..array.engine import format_of_dtype
 
     found = []
     for i, (p, a) in enumerate(zip(paths, arrays)):

@@ -43,7 +43,7 @@ import numpy as np
 from .. import array
 from .._scratch import scratch as work_arrays
 from ..array import _native
-from ..array._common import DEFAULT_CHUNK, run_chunks, stochastic_bits
+from ..array.engine import DEFAULT_CHUNK, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..modes import STOCHASTIC, Rounding

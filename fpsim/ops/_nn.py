@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads, array
-from ..array._common import as_array
+from ..array.engine import as_array
 from ..context import Context, resolve
 from ..formats import FP16, FP32, Format
 from . import _fast32

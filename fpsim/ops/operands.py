@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..array._common import VALUE_DTYPE_NAMES, as_array, raw_codes
+from ..array.engine import VALUE_DTYPE_NAMES, as_array, raw_codes
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array._common import VALUE_DTYPE_NAMES, as_array, check_rng
+from ..array.engine import VALUE_DTYPE_NAMES, as_array, check_rng
 from ..context import Context
 from ..formats import FP32
 from ..value import Float

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
-from ..array import _common
+from ..array import engine
 from ..formats import Format
 
 NAMING = "'module:function' (an importable module and a callable in it)"
@@ -112,7 +112,7 @@ def call(candidate: Any, codes: list[np.ndarray], fmt: Format) -> np.ndarray:
     if vd is not None and out.dtype == vd:
         return np.ascontiguousarray(out).view(cd)
     if out.dtype == cd:
-        _common.check_codes(out, fmt, f"the output of the candidate {name!r}")
+        engine.check_codes(out, fmt, f"the output of the candidate {name!r}")
         return out
     accepted = f"{vd} ({fmt.name} values) or " if vd is not None else ""
     raise TypeError(f"the candidate {name!r} returned {out.dtype} results; accepted: "

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
-from ..array import _common
+from ..array import engine
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
@@ -71,7 +71,7 @@ def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None,
                     labels: tuple[str, str], hint: str) -> Format:
     if fmt is not None:
         return _lookup(fmt)
-    found = [_common.format_of_dtype(x.dtype) for x in (a, b)]
+    found = [engine.format_of_dtype(x.dtype) for x in (a, b)]
     for name, x, f in zip(labels, (a, b), found):
         if f is None:
             raise TypeError(f"cannot tell the format of {name} (dtype {x.dtype}): {hint} for "
@@ -111,7 +111,7 @@ class _Source:
             self.kind = "bits" if dt.kind == "i" and dt.itemsize * 8 == code_bits else "codes"
         elif dt.newbyteorder("=") == _array.value_dtype(fmt):
             self.kind = "bits"
-        elif _common.format_of_dtype(dt) is not None or dt.kind == "f":
+        elif engine.format_of_dtype(dt) is not None or dt.kind == "f":
             self.kind = "values"
         else:
             raise TypeError(f"{label} has dtype {dt}; accepted: integer codes, or float arrays "
@@ -122,8 +122,8 @@ class _Source:
         if self.kind == "values":
             return self._converted(x)
         if self.kind == "codes":
-            _common.check_codes(x, self.fmt, self.label)
-        return _common.raw_codes(x, self.fmt, check=False)
+            engine.check_codes(x, self.fmt, self.label)
+        return engine.raw_codes(x, self.fmt, check=False)
 
     def _converted(self, x: np.ndarray) -> np.ndarray:
         fmt = self.fmt
@@ -160,7 +160,7 @@ def _sources(actual: Any, expected: Any, fmt: Format | str | None,
 
 def _as_array(x: Any, name: str) -> np.ndarray:
     try:
-        return _common.as_array(x)
+        return engine.as_array(x)
     except (TypeError, RuntimeError, BufferError) as exc:
         raise TypeError(f"{name} cannot be read as a numpy array ({exc}); a PyTorch tensor of "
                         "bfloat16 or float8 can be passed as its bit patterns, "

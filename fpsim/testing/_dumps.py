@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _files
 from .. import array as _array
-from ..array import _common
+from ..array import engine
 from ..formats import Format
 from . import packing
 
@@ -439,9 +439,9 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def codes_of(a: np.ndarray, fmt: Format, label: str) -> Any:
     """A dump's array as codes of ``fmt`` (value arrays must be ``fmt``'s dtype)."""
     if a.dtype.kind in "iu":
-        _common.check_codes(a, fmt, label)
+        engine.check_codes(a, fmt, label)
     elif a.dtype.newbyteorder("=") != _array.value_dtype(fmt):
         raise DumpError(f"{label} holds {a.dtype} values, not {fmt.name} "
                         f"({_array.value_dtype(fmt)}): convert it, or pass the format it holds "
                         "with --fmt")
-    return _common.raw_codes(a, fmt, check=False)
+    return engine.raw_codes(a, fmt, check=False)

@@ -1,5 +1,24 @@
 """What every array function shares: dtypes of codes and values, reading
-codes out of arrays, chunking, and the random numbers of stochastic rounding."""
+codes out of arrays, chunking, and the random numbers of stochastic rounding.
+
+The contract on which the layers above the array engine (operators,
+quantization, testing, sweeps, the CLI) build their own array functions;
+they import these names from here and nothing from the engine's private
+modules:
+
+* operands: :func:`as_array` (any array-like, bfloat16 and float8 included),
+  :func:`code_dtype` / :func:`value_dtype` / :func:`format_of_dtype` /
+  :data:`VALUE_DTYPE_NAMES` (formats and numpy dtypes), :func:`check_codes`
+  (ValueError naming the first code that is not one of the format's) and
+  :func:`raw_codes` (an array's codes, checked or not);
+* the loop: :func:`run_chunks` runs ``compute(start, stop)`` over chunks
+  (:data:`DEFAULT_CHUNK` elements; on threads, :data:`THREADED_CHUNK`),
+  fills the output, and ORs the flags into the context only once every
+  chunk has succeeded; ``compute`` gives each element's flags (uint8), or,
+  where the caller did not ask for them, may give them ORed into an int;
+* stochastic rounding: :func:`stochastic_bits` (the random numbers of
+  elements ``start:stop``, whatever the chunking) and :func:`check_rng`.
+"""
 
 from __future__ import annotations
 
