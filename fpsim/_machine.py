@@ -49,13 +49,24 @@ def float32_adds_are_ieee() -> bool:
                     and np.float32(2.0**-149) + np.float32(0.0) != 0)        # no DAZ
 
 
-def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray,
+                  work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The exact error ``(x + y) - s`` of ``s``, the machine's round-to-
     nearest sum of ``x`` and ``y`` (TwoSum, Knuth): every operation below is
     exact where ``s`` is finite.  Nonzero exactly where the sum was inexact
-    (NaN where ``s`` overflowed)."""
-    yv = s - x
-    return (x - (s - yv)) + (y - yv)
+    (NaN where ``s`` overflowed).  With ``work`` (two arrays of ``s``'s shape
+    and dtype) it is computed there, in ``work[0]``, instead of in fresh
+    arrays."""
+    if work is None:
+        yv = s - x
+        return (x - (s - yv)) + (y - yv)
+    yv, t = work
+    np.subtract(s, x, out=yv)
+    np.subtract(s, yv, out=t)
+    np.subtract(x, t, out=t)   # x - (s - yv)
+    np.subtract(y, yv, out=yv)  # y - yv
+    yv += t
+    return yv
 
 
 @functools.cache

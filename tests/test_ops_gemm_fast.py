@@ -261,3 +261,30 @@ def test_workers_never_change_bits_or_flags_on_the_stepwise_path():
                for w in (1, 2, None)]
     for r in results[1:]:
         _assert_agree(r, results[0])
+
+
+def test_the_inexact_test_of_a_sum_against_exact_fractions():
+    """_machine.two_sum_error in work arrays (as the GEMM checks), lane by lane against
+    Fractions: exact sums, sums that round, cancellation, signed zeros,
+    subnormals, and whole arrays with one inexact lane among exact ones."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.standard_normal(300), [1.0, 2.0 ** -149, -0.0, 3.0, 2.0 ** 24]])
+    y = np.concatenate([rng.standard_normal(300) * 2.0 ** rng.integers(-30, 30, 300),
+                        [2.0 ** -24, 2.0 ** -149, 0.0, -3.0, 1.0]])
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    work = (np.empty(1, np.float32), np.empty(1, np.float32))
+    seen = {True: 0, False: 0}
+    for a, b in zip(x, y):
+        s = np.add(a, b, dtype=np.float32)
+        want = Fraction(float(a)) + Fraction(float(b)) != Fraction(float(s))
+        got = bool(_machine.two_sum_error(np.array([s]), np.array([a]), np.array([b]), work)[0])
+        assert got == want, (a, b)
+        seen[want] += 1
+    assert min(seen.values()) > 10          # both kinds were tested
+    exact_x, exact_y = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+    work = (np.empty(1000, np.float32), np.empty(1000, np.float32))
+    assert not _machine.two_sum_error(exact_x + exact_y, exact_x, exact_y, work).any()
+    exact_y[717] = np.float32(2.0 ** -30)
+    assert _machine.two_sum_error(exact_x + exact_y, exact_x, exact_y, work).any()

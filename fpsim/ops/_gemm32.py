@@ -89,13 +89,15 @@ class _Inexact:
     def __init__(self) -> None:
         self.seen = False
 
-    def add(self, acc: np.ndarray, x: np.ndarray, scratch: np.ndarray) -> None:
-        """``acc = acc + x`` in float32, in place."""
+    def add(self, acc: np.ndarray, x: np.ndarray, scratch: np.ndarray,
+            work: tuple[np.ndarray, np.ndarray]) -> None:
+        """``acc = acc + x`` in float32, in place (``scratch`` and ``work``:
+        arrays of ``acc``'s shape for the check)."""
         if self.seen:
             np.add(acc, x, out=acc)
             return
         np.add(acc, x, out=scratch)
-        if two_sum_error(scratch, acc, x).any():
+        if two_sum_error(scratch, acc, x, work).any():
             self.seen = True
         acc[...] = scratch
 
@@ -140,6 +142,7 @@ def _tile_sum(at: np.ndarray, b: np.ndarray, order: Any, pieces: list[range] | N
     ``b`` is k × cols."""
     k, shape = at.shape[0], (at.shape[1], b.shape[1])
     product, scratch = np.empty(shape, F32), np.empty(shape, F32)
+    work = (np.empty(shape, F32), np.empty(shape, F32))
 
     def term(i: int, into: np.ndarray) -> np.ndarray:
         return np.multiply(at[i][:, None], b[i][None, :], out=into)
@@ -147,7 +150,7 @@ def _tile_sum(at: np.ndarray, b: np.ndarray, order: Any, pieces: list[range] | N
     def running(piece: range) -> np.ndarray:
         acc = np.zeros(shape, F32)
         for i in piece:
-            inexact.add(acc, term(i, product), scratch)
+            inexact.add(acc, term(i, product), scratch, work)
         return acc
 
     if order == "sequential":
@@ -160,7 +163,7 @@ def _tile_sum(at: np.ndarray, b: np.ndarray, order: Any, pieces: list[range] | N
             t, size = term(i, np.empty(shape, F32)), 1
             while stack and stack[-1][0] == size:
                 left = stack.pop()[1]
-                inexact.add(left, t, scratch)
+                inexact.add(left, t, scratch, work)
                 t, size = left, size * 2
             stack.append((size, t))
         if not stack:
@@ -168,11 +171,11 @@ def _tile_sum(at: np.ndarray, b: np.ndarray, order: Any, pieces: list[range] | N
         t = stack.pop()[1]
         while stack:
             left = stack.pop()[1]
-            inexact.add(left, t, scratch)
+            inexact.add(left, t, scratch, work)
             t = left
         return t
     assert pieces is not None
     outer = np.zeros(shape, F32)
     for piece in pieces:
-        inexact.add(outer, running(piece), scratch)
+        inexact.add(outer, running(piece), scratch, work)
     return outer
