@@ -322,18 +322,20 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
     per chunk."""
     a, m, r = scratch("fp16 chunk", u.size, U32, U32, U32)
     # The chunk's extremes (NaN if a lane is one) spare the steps no lane
-    # needs: the sign where none is negative, the overflow test where all
-    # are below it.
+    # needs: the sign's where all lanes have one sign (every lane positive,
+    # as softmax's outputs, or every lane negative, as log_softmax's), the
+    # overflow test where all are below it.
     lo, hi = np.min(u.view(F32)), np.max(u.view(F32))
     limit = _FP16_REDO_FROM.view(F32)
-    signed = not lo > 0  # (a zero may be -0)
+    negative = bool(hi < 0)
+    signed = not lo > 0 and not negative  # (a zero may be -0)
     lanes = None
     if signed:
         np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
     else:
-        a = u
+        a = u  # (negative: the rounding below keeps the sign, the code gets it last)
     if not (hi < limit and lo > -limit):
-        big = np.greater_equal(a, _FP16_REDO_FROM)
+        big = (a & U32(0x7FFFFFFF)) >= _FP16_REDO_FROM
         if big.any():
             lanes = np.flatnonzero(big)  # their flags are the general path's:
             if a is u:                   # here they are made 0, exact
@@ -344,24 +346,31 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
     np.maximum(m, _TINY_BEFORE, out=m)
     m += _M_SHIFT
     with np.errstate(all="ignore"):  # (whatever the caller's numpy settings)
-        np.add(fa, fm, out=fr)
-        fr -= fm
+        if negative:  # -(|v| + M) rounds as |v| + M does; + M then leaves its sign
+            np.subtract(fa, fm, out=fr)
+            fr += fm
+        else:
+            np.add(fa, fm, out=fr)
+            fr -= fm
     found = 0
     if want:
         inexact = np.not_equal(fr, fa)
         if want & INEXACT and inexact.any():
             found |= INEXACT
-        if want & UNDERFLOW and not lo >= tiny_below.view(F32):
-            inexact &= a < tiny_below
+        smallest = lo if not signed and not negative else -hi if negative else 0
+        if want & UNDERFLOW and not smallest >= tiny_below.view(F32):
+            inexact &= (a & U32(0x7FFFFFFF)) < tiny_below
             if inexact.any():
                 found |= UNDERFLOW | INEXACT
     fr *= _TO_FP16_GRID  # (exact: no error to report, whatever the settings)
-    r >>= U32(13)
+    r >>= U32(13)  # (a sign at bit 31 lands at bit 18, which the copy drops)
     if signed:
         np.right_shift(u, U32(16), out=m)
         m &= U32(0x8000)
         r |= m
     np.copyto(out, r, casting="unsafe")
+    if negative:
+        out |= U16(0x8000)
     return lanes, found & want
 
 
