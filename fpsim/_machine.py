@@ -54,16 +54,12 @@ def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray,
     """The exact error ``(x + y) - s`` of ``s``, the machine's round-to-
     nearest sum of ``x`` and ``y`` (TwoSum, Knuth): every operation below is
     exact where ``s`` is finite.  Nonzero exactly where the sum was inexact
-    (NaN where ``s`` overflowed).  With ``work`` (two arrays of ``s``'s shape
-    and dtype) it is computed there, in ``work[0]``, instead of in fresh
-    arrays."""
-    if work is None:
-        yv = s - x
-        return (x - (s - yv)) + (y - yv)
-    yv, t = work
+    (NaN where ``s`` overflowed).  Computed in ``work`` (two arrays of
+    ``s``'s shape and dtype; fresh ones if not given), in ``work[0]``."""
+    yv, t = work if work is not None else (np.empty_like(s), np.empty_like(s))
     np.subtract(s, x, out=yv)
     np.subtract(s, yv, out=t)
-    np.subtract(x, t, out=t)   # x - (s - yv)
+    np.subtract(x, t, out=t)    # x - (s - yv)
     np.subtract(y, yv, out=yv)  # y - yv
     yv += t
     return yv

@@ -308,6 +308,7 @@ def _outside_normal(r: np.ndarray) -> np.ndarray | None:
 # after rounding; 65520, from which a lane rounds to FP16's infinity (or is
 # one, or a NaN) and is redone by the general path.
 _TINY_BEFORE, _TINY_AFTER, _FP16_REDO_FROM = U32(0x38800000), U32(0x387FF000), U32(0x477FF000)
+_FP16_REDO_LIMIT = _FP16_REDO_FROM.view(F32)
 _EXPONENT = U32(0x7F800000)
 _M_SHIFT = U32(13 << 23)          # 2**13 times a power of two, on its bits
 _TO_FP16_GRID = F32(2.0 ** -112)  # FP32's bits >> 13 are then FP16's
@@ -326,7 +327,6 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
     # as softmax's outputs, or every lane negative, as log_softmax's), the
     # overflow test where all are below it.
     lo, hi = np.min(u.view(F32)), np.max(u.view(F32))
-    limit = _FP16_REDO_FROM.view(F32)
     negative = bool(hi < 0)
     signed = not lo > 0 and not negative  # (a zero may be -0)
     lanes = None
@@ -334,7 +334,7 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
         np.bitwise_and(u, U32(0x7FFFFFFF), out=a)
     else:
         a = u  # (negative: the rounding below keeps the sign, the code gets it last)
-    if not (hi < limit and lo > -limit):
+    if not (hi < _FP16_REDO_LIMIT and lo > -_FP16_REDO_LIMIT):
         big = (a & U32(0x7FFFFFFF)) >= _FP16_REDO_FROM
         if big.any():
             lanes = np.flatnonzero(big)  # their flags are the general path's:
@@ -357,7 +357,8 @@ def _fp16_chunk(u: np.ndarray, out: np.ndarray, want: int, tiny_below: np.uint32
         inexact = np.not_equal(fr, fa)
         if want & INEXACT and inexact.any():
             found |= INEXACT
-        smallest = lo if not signed and not negative else -hi if negative else 0
+        # (the smallest magnitude, read off the extremes where one sign)
+        smallest = -hi if negative else 0 if signed else lo
         if want & UNDERFLOW and not smallest >= tiny_below.view(F32):
             inexact &= (a & U32(0x7FFFFFFF)) < tiny_below
             if inexact.any():
