@@ -322,8 +322,13 @@ def test_format_the_gpu_lacks_lists_its_formats():
     with pytest.raises(ValueError, match="v100 has no e4m3->fp32 instruction; it has: "
                                          "fp16->fp32, fp16->fp16"):
         mma.preset("v100", "e4m3")
-    with pytest.raises(ValueError, match="l40s has no fp16->fp16"):
-        mma.preset("l40s", "fp16", out="fp16")
+    with pytest.raises(ValueError, match=r"a100 has no mixed e4m3 x e5m2 instruction; its "
+                                         r"mixed pairs: none"):
+        mma.preset("a100", ("e4m3", "e5m2"))
+    with pytest.raises(ValueError, match=r"mi300x has no mixed e4m3fnuz x bf16 instruction; its "
+                                         r"mixed pairs: \(e4m3fnuz, e5m2fnuz\), "
+                                         r"\(e5m2fnuz, e4m3fnuz\)"):
+        mma.preset("mi300x", ("e4m3fnuz", "bf16"))
     with pytest.raises(ValueError, match="mi300x has no e4m3->fp32.*e4m3fnuz->fp32"):
         mma.preset("mi300x", "e4m3")
     with pytest.raises(ValueError, match="unknown format 'fp7'; a100 has"):

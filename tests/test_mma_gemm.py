@@ -11,7 +11,7 @@ import pytest
 import fpsim
 import fpsim.mma as mma
 from fpsim import ops
-from fpsim.ops import _matrix_unit
+from fpsim.mma import gemm as mma_gemm
 
 E4M3 = ml_dtypes.float8_e4m3fn
 
@@ -70,7 +70,7 @@ def test_tiles_do_not_change_the_result(monkeypatch):
     a = rng.standard_normal((7, 40)).astype(np.float16)
     b = rng.standard_normal((40, 9)).astype(np.float16)
     whole = ops.matmul(a, b, accumulate=model)
-    monkeypatch.setattr(_matrix_unit, "_TILE_ELEMENTS", 40 * 5)  # 5 outputs a tile
+    monkeypatch.setattr(mma_gemm, "_TILE_ELEMENTS", 40 * 5)  # 5 outputs a tile
     np.testing.assert_array_equal(ops.matmul(a, b, accumulate=model).view(np.uint32),
                                   whole.view(np.uint32))
 
@@ -104,7 +104,7 @@ def test_codes_with_fmt():
 @pytest.mark.parametrize("kw,match", [
     ({"compute": "fp16"}, "drop compute="),
     ({"order": "pairwise"}, "drop order="),
-    ({"promote_every": 4}, "drop promote_every="),
+    ({"promote_every": 4}, "promote_every=4 is not a multiple of the instruction.s k=16"),
     ({"workers": 0}, "workers="),
 ])
 def test_the_unit_declares_its_own_numerics(kw, match):
@@ -115,5 +115,5 @@ def test_the_unit_declares_its_own_numerics(kw, match):
 
 def test_inputs_of_another_format_are_refused():
     a = np.ones((2, 8), ml_dtypes.bfloat16)
-    with pytest.raises(TypeError, match="takes fp16 inputs; got bf16"):
+    with pytest.raises(TypeError, match="takes x in fp16; got bf16"):
         ops.matmul(a, a.T, accumulate=mma.preset("a100", "fp16"))

@@ -94,10 +94,10 @@ def test_probing_a_preset_recovers_its_own_parameters_and_names_it(gpu, fmt, out
     want = expected(model.params)
     assert r.params is not None, str(r)
     assert found(r.params, want) == want, str(r)
-    assert r.width == model.k and not r.chained
+    assert r.width == model.issue_k and not r.chained
     assert r.reproduces and r.mismatches == 0
     assert gpu in r.matches
-    assert calls[-1][1] == model.k  # after the width search, every call has K = k
+    assert calls[-1][1] == model.issue_k  # after the width search, every call has K = k
 
 
 def test_presets_with_the_same_observable_parameters_match_together():

@@ -20,13 +20,19 @@ array([1.], dtype=float32)
 1.00189208984375
 
 Modules: ``fpsim.mma.params`` (the parameters), ``fpsim.mma.model``
-(the arithmetic), ``fpsim.mma.presets`` (the GPUs).
+(the arithmetic), ``fpsim.mma.presets`` (the GPUs), ``fpsim.mma.schedule``
+(how a library runs the instruction along K), ``fpsim.mma.gemm`` (the
+engine that runs a schedule), ``fpsim.mma.library`` (cuBLAS, CUTLASS and
+Triton by name), ``fpsim.mma.probe`` (naming a black box).
 """
 
+from .gemm import LibraryGEMM
+from .library import cublas, cutlass, triton
 from .model import MMAModel
 from .params import ACCUMULATIONS, MMAParams
 from .presets import gpus, preset, presets
 from .probe import ProbeError, ProbeResult, probe
+from .schedule import Schedule
 
 __all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
-           "ProbeResult", "ProbeError"]
+           "ProbeResult", "ProbeError", "Schedule", "LibraryGEMM", "cublas", "cutlass", "triton"]

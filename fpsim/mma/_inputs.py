@@ -13,7 +13,7 @@ from .. import array as _array
 from ..formats import Format
 from ..formats import format as _lookup
 
-__all__ = ["read_inputs", "read_addend"]
+__all__ = ["read_inputs", "read_addend", "codes_formats"]
 
 
 def _accepted(fmt: Format) -> str:
@@ -53,14 +53,31 @@ def _values(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def read_inputs(a: Any, b: Any, fmt: Format, codes_fmt: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``a``, ``b`` as float64 arrays of the same shape ``(..., K)``."""
-    codes = codes_fmt is not None
-    if codes and _lookup(codes_fmt) != fmt:
-        raise ValueError(f"fmt={_lookup(codes_fmt).name!r} does not match the model's input "
-                         f"format {fmt.name!r}")
+def codes_formats(codes_fmt: Any, fa: Format, fb: Format) -> tuple[Format, Format] | None:
+    """The formats ``fmt=`` names for the codes of ``a`` and ``b`` (one name
+    for both, or a pair ``(a's, b's)``), checked against the model's; None
+    when ``fmt`` is None (the operands are values)."""
+    if codes_fmt is None:
+        return None
+    pair = tuple(codes_fmt) if isinstance(codes_fmt, (tuple, list)) else (codes_fmt, codes_fmt)
+    if len(pair) != 2:
+        raise ValueError(f"fmt= names one format or a pair (a's, b's); got {codes_fmt!r}")
+    got = (_lookup(pair[0]), _lookup(pair[1]))
+    if got != (fa, fb):
+        said = got[0].name if got[0] == got[1] else f"({got[0].name!r}, {got[1].name!r})"
+        want = repr(fa.name) if fa == fb else f"({fa.name!r}, {fb.name!r})"
+        raise ValueError(f"fmt={said} does not match the model's input formats: fmt={want}")
+    return got
+
+
+def read_inputs(a: Any, b: Any, fmt: Format, codes_fmt: Any,
+                fmt_b: Format | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` (of ``fmt``) and ``b`` (of ``fmt_b``, default ``fmt``) as
+    float64 arrays of the same shape ``(..., K)``."""
+    fb = fmt if fmt_b is None else fmt_b
+    codes = codes_formats(codes_fmt, fmt, fb) is not None
     av = _values(a, fmt, "a", codes)
-    bv = _values(b, fmt, "b", codes)
+    bv = _values(b, fb, "b", codes)
     if av.ndim == 0 or av.shape != bv.shape:
         raise ValueError(f"a and b must have the same shape (..., K); got {av.shape} and "
                          f"{bv.shape}")

@@ -86,6 +86,17 @@ class MMAModel:
         return self.params.input_format
 
     @property
+    def input_b_format(self) -> Format:
+        """Format of ``b`` (that of ``a`` unless the unit mixes formats)."""
+        return self.params.input_b_format
+
+    @property
+    def issue_k(self) -> int:
+        """Products of one instruction as issued: :attr:`k`, or a multiple
+        of it where the unit chains blocks inside one instruction."""
+        return self.params.issue_k or self.params.k
+
+    @property
     def output_format(self) -> Format:
         """Format of ``c`` and ``d``."""
         return self.params.output_format
@@ -93,7 +104,9 @@ class MMAModel:
     def __repr__(self) -> str:
         p = self.params
         label = f"{self.name} " if self.name else ""
-        return f"<MMAModel {label}{p.input}->{p.output} k={p.k} {p.accumulation}>"
+        issued = f" issue_k={p.issue_k}" if p.issue_k else ""
+        return (f"<MMAModel {label}{p.inputs.replace(' ', '')}->{p.output} k={p.k}{issued} "
+                f"{p.accumulation}>")
 
     # -- the call ---------------------------------------------------------------------
 
@@ -101,12 +114,12 @@ class MMAModel:
                  chain: bool = False) -> np.ndarray:
         p = self.params
         out = self.output_format
-        av, bv = read_inputs(a, b, self.input_format, fmt)
+        av, bv = read_inputs(a, b, self.input_format, fmt, self.input_b_format)
         rows = av.shape[:-1]
         cv = read_addend(c, out, rows)
         K = av.shape[-1]
-        if K > p.k and not chain:
-            raise ValueError(f"K={K} products exceed this instruction's k={p.k} "
+        if K > self.issue_k and not chain:
+            raise ValueError(f"K={K} products exceed this instruction's k={self.issue_k} "
                              f"({self._label()}); pass chain=True to split K into blocks of "
                              f"{p.k} accumulated in order")
         A = av.reshape(-1, K)
@@ -137,18 +150,17 @@ class MMAModel:
 
     def _label(self) -> str:
         p = self.params
-        return f"{self.name + ' ' if self.name else ''}{p.input} -> {p.output}"
+        return f"{self.name + ' ' if self.name else ''}{p.inputs} -> {p.output}"
 
     # -- one block --------------------------------------------------------------------
 
     def _block(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
         """Codes of ``out`` for one block of finite rows."""
         p = self.params
-        fin, out = self.input_format, self.output_format
+        out = self.output_format
         if not p.input_subnormals:
-            low = 2.0 ** fin.emin
-            A = np.where(np.abs(A) < low, 0.0, A)
-            B = np.where(np.abs(B) < low, 0.0, B)
+            A = np.where(np.abs(A) < 2.0 ** self.input_format.emin, 0.0, A)
+            B = np.where(np.abs(B) < 2.0 ** self.input_b_format.emin, 0.0, B)
         if not p.output_subnormals:
             C = np.where(np.abs(C) < 2.0 ** out.emin, 0.0, C)
         over_rows = None
@@ -179,10 +191,9 @@ class MMAModel:
         ``max(floor(log2|x|), emin)`` (``normalize_products`` then moves a
         product at or above 2 to the next exponent).  Zero products get
         ``exp = ABSENT``."""
-        emin = self.input_format.emin
         nonzero = (A != 0) & (B != 0)
-        ea = np.maximum(np.frexp(A)[1].astype(I64) - 1, emin)
-        eb = np.maximum(np.frexp(B)[1].astype(I64) - 1, emin)
+        ea = np.maximum(np.frexp(A)[1].astype(I64) - 1, self.input_format.emin)
+        eb = np.maximum(np.frexp(B)[1].astype(I64) - 1, self.input_b_format.emin)
         exp = ea + eb
         sig = np.ldexp(np.abs(A * B), ALIGN_FRACTION_BITS - exp).astype(I64)
         if self.params.normalize_products:

@@ -55,13 +55,24 @@ class MMAParams:
     input:
         Format of ``a`` and ``b`` (a name fpsim knows: ``"fp16"``, ``"bf16"``,
         ``"tf32"``, ``"e4m3"``, ``"e5m2"``, ``"e4m3fnuz"``, ``"e5m2fnuz"``).
+        With ``input_b``, the format of ``a`` alone.
     output:
         Format of ``c`` and ``d`` (``"fp32"`` or ``"fp16"``).
     k:
-        Products per instruction, which are also the products of one block
-        FMA: all of them are aligned together and normalized once.  A call
-        with fewer products is padded with zeros at the end; more is an
-        error unless the call asks for chaining.
+        Products of one block FMA: all of them are aligned together and
+        normalized once.  A call with fewer products is padded with zeros at
+        the end; more is an error unless the call asks for chaining (or
+        ``issue_k`` allows them).
+    input_b:
+        Format of ``b`` where it differs from ``a``'s (mixed FP8:
+        ``input="e4m3", input_b="e5m2"``, the GEMM of a backward pass).
+        ``None``: ``b`` is of ``input``.
+    issue_k:
+        Products of the instruction as it is issued, where one instruction
+        is several block FMAs chained inside the unit (Ada's FP8
+        ``mma.m16n8k32`` is two blocks of 16): a multiple of ``k``.  A call
+        with at most ``issue_k`` products chains its blocks of ``k`` without
+        asking.  ``None``: the instruction is one block, ``issue_k = k``.
     accumulation:
         How the products are summed.
 
@@ -153,6 +164,8 @@ class MMAParams:
     output: str
     k: int
     accumulation: str = "aligned"
+    input_b: str | None = None
+    issue_k: int | None = None
     extra_bits: int | None = 0
     sticky_bit: bool = False
     c_joins: str = "first"
@@ -170,6 +183,9 @@ class MMAParams:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "input", _format_name(self.input, "input"))
+        if self.input_b is not None:
+            b = _format_name(self.input_b, "input_b")
+            set_(self, "input_b", None if b == self.input else b)
         set_(self, "output", _format_name(self.output, "output"))
         _check(self)
 
@@ -177,6 +193,17 @@ class MMAParams:
     def input_format(self) -> Format:
         """The :class:`~fpsim.Format` of ``a`` and ``b``."""
         return _lookup(self.input)
+
+    @property
+    def input_b_format(self) -> Format:
+        """The :class:`~fpsim.Format` of ``b`` (``input_b``, else ``input``)."""
+        return _lookup(self.input_b or self.input)
+
+    @property
+    def inputs(self) -> str:
+        """The input formats in words: ``"fp16"``, or ``"e4m3 x e5m2"``
+        where ``b``'s differs."""
+        return self.input if self.input_b is None else f"{self.input} x {self.input_b}"
 
     @property
     def output_format(self) -> Format:
@@ -242,9 +269,10 @@ def _check(p: MMAParams) -> None:
         if not -ALIGN_FRACTION_BITS < p.extra_bits <= _MAX_EXTRA_BITS:  # type: ignore[operator]
             bad(f"extra_bits must be in [{1 - ALIGN_FRACTION_BITS}, {_MAX_EXTRA_BITS}], "
                 f"got {p.extra_bits}")
-        fin = _lookup(p.input)
-        if 2 * fin.mantissa_bits > ALIGN_FRACTION_BITS:
-            bad(f"input {fin.name} has {fin.mantissa_bits} fraction bits: its products do not "
+        fa, fb = _lookup(p.input), p.input_b_format
+        if fa.mantissa_bits + fb.mantissa_bits > ALIGN_FRACTION_BITS:
+            big = fa if fa.mantissa_bits >= fb.mantissa_bits else fb
+            bad(f"input {big.name} has {big.mantissa_bits} fraction bits: its products do not "
                 f"fit the {ALIGN_FRACTION_BITS}-bit alignment grid (at most 11 bits)")
         late = p.c_joins == "last" or p.accumulation == "odd_even"
         if late and p.extra_bits < 0:  # type: ignore[operator]
@@ -255,8 +283,13 @@ def _check(p: MMAParams) -> None:
         bad("accumulation 'odd_even' adds c last: set c_joins='last'")
     if p.accumulation == "pairwise" and p.c_joins != "last":
         bad("accumulation 'pairwise' adds c after the tree: set c_joins='last'")
-    if not aligns and _lookup(p.input).precision > 26:
+    if not aligns and _lookup(p.input).precision + p.input_b_format.precision > 52:
         bad(f"input {p.input}: products must be exact in float64 (at most 26 bits of precision)")
+    if p.issue_k is not None and (not isinstance(p.issue_k, int) or isinstance(p.issue_k, bool)
+                                  or p.issue_k < p.k or p.issue_k % p.k
+                                  or p.issue_k > _MAX_GROUP):
+        bad(f"issue_k must be None or a multiple of k={p.k} of at most {_MAX_GROUP}, "
+            f"got {p.issue_k!r}")
     if p.accumulation == "pairwise" and p.k & (p.k - 1):
         bad(f"a pairwise tree needs k a power of two, got {p.k}")
     if p.sticky_bit and not aligns:

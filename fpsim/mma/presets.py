@@ -23,7 +23,7 @@ from ..formats import format as _lookup
 from .model import MMAModel
 from .params import MMAParams
 
-__all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE"]
+__all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE", "MIXED"]
 
 # -- the architectures' shared settings ------------------------------------------------
 
@@ -47,6 +47,8 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 }
 
 _FP8_13_BITS = {"extra_bits": -10, "result_bits": 13}  # Ada and Hopper FP8: 13-bit results
+# Ada's FP8 mma.m16n8k32 is issued with K = 32: two blocks of 16 chained in the unit.
+_ADA_FP8 = {**_FP8_13_BITS, "issue_k": 32}
 _RNE = {"rounding": "rne"}
 
 #: (architecture, input, output, k, parameters beyond the architecture's).
@@ -61,8 +63,8 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("ada", "fp16", "fp16", 8, _RNE),
     ("ada", "bf16", "fp32", 8, {}),
     ("ada", "tf32", "fp32", 4, {}),
-    ("ada", "e4m3", "fp32", 16, _FP8_13_BITS),
-    ("ada", "e5m2", "fp32", 16, _FP8_13_BITS),
+    ("ada", "e4m3", "fp32", 16, _ADA_FP8),
+    ("ada", "e5m2", "fp32", 16, _ADA_FP8),
     ("hopper", "fp16", "fp32", 16, {}),
     ("hopper", "fp16", "fp16", 16, _RNE),
     ("hopper", "bf16", "fp32", 16, {}),
@@ -92,6 +94,17 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("cdna3", "e5m2fnuz", "fp32", 16, {"accumulation": "odd_even"}),
 )
 
+#: Architecture -> the pairs of different input formats ``(a's, b's)`` its
+#: instructions take (PTX ``mma``/``wgmma`` ``.e4m3.e5m2`` and ``.e5m2.e4m3``
+#: on Ada, Hopper and Blackwell; ``v_mfma_*_fp8_bf8`` and ``bf8_fp8`` on
+#: CDNA3).  A mixed instruction is the row of ``a``'s format with ``b`` of
+#: the other: every parameter but the formats is the same in both rows.
+MIXED: dict[str, frozenset[tuple[str, str]]] = {
+    **{arch: frozenset({("e4m3", "e5m2"), ("e5m2", "e4m3")})
+       for arch in ("ada", "hopper", "blackwell", "blackwell-rn")},
+    "cdna3": frozenset({("e4m3fnuz", "e5m2fnuz"), ("e5m2fnuz", "e4m3fnuz")}),
+}
+
 #: GPU name -> (architecture, (input, output) pairs of the architecture it
 #: lacks).
 GPUS: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {
@@ -100,7 +113,7 @@ GPUS: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {
     "a2": ("ampere", frozenset()),
     "a30": ("ampere", frozenset()),
     "ada": ("ada", frozenset()),
-    "l40s": ("ada", frozenset({("fp16", "fp16")})),
+    "l40s": ("ada", frozenset()),
     "h100": ("hopper", frozenset()),
     "h200": ("hopper", frozenset()),
     "b200": ("blackwell", frozenset()),
@@ -142,6 +155,8 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     ``gpu``: one of :func:`gpus` (case, spaces, ``-`` and ``_`` do not
     matter).  ``fmt`` and ``out``: format names (or :class:`~fpsim.Format`);
     AMD MI300 FP8 is the FNUZ variant, ``"e4m3fnuz"`` / ``"e5m2fnuz"``.
+    ``fmt`` may be a pair ``(a's, b's)`` of different FP8 formats where the
+    GPU has that mixed instruction (:data:`MIXED`).
     ``b200-rn`` is the published round-to-nearest variant of the B200 model:
     every parameter as ``b200`` but the final rounding, nearest even.
 
@@ -149,14 +164,34 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     >>> m = mma.preset("a100", "bf16")
     >>> m.k, m.params.extra_bits, m.params.rounding
     (8, 1, 'rtz')
+    >>> mma.preset("h100", ("e4m3", "e5m2"))
+    <MMAModel h100 e4m3xe5m2->fp32 k=32 aligned>
+    >>> mma.preset("l40s", "e4m3").issue_k     # mma.m16n8k32: two blocks of 16
+    32
     """
     name = _gpu_name(gpu)
     arch, lacks = GPUS[name]
     have = [(i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
-    fin, fout = _fmt_name(fmt, name, have), _fmt_name(out, name, have)
+    fin_b = None
+    if isinstance(fmt, (tuple, list)):
+        if len(fmt) != 2:
+            raise ValueError(f"fmt= names one input format or a pair (a's, b's); got {fmt!r}")
+        fin, fin_b = _fmt_name(fmt[0], name, have), _fmt_name(fmt[1], name, have)
+        if fin_b == fin:
+            fin_b = None
+        elif (fin, fin_b) not in MIXED.get(arch, frozenset()):
+            pairs = ", ".join(f"({x}, {y})" for x, y in sorted(MIXED.get(arch, ()))) or "none"
+            raise ValueError(f"{name} has no mixed {fin} x {fin_b} instruction; its mixed pairs: "
+                             f"{pairs}")
+    else:
+        fin = _fmt_name(fmt, name, have)
+    fout = _fmt_name(out, name, have)
+    if fin_b is not None and (fin_b, fout) not in have:
+        raise ValueError(f"{name} has no {fin_b}->{fout} instruction; it has: "
+                         + ", ".join(f"{i}->{o}" for i, o in have))
     for a, i, o, k, extra in TABLE:
         if a == arch and (i, o) == (fin, fout) and (i, o) not in lacks:
-            params = MMAParams(i, o, k=k, **{**ARCHITECTURES[arch], **extra})
+            params = MMAParams(i, o, k=k, input_b=fin_b, **{**ARCHITECTURES[arch], **extra})
             return MMAModel(params, name=name)
     listing = ", ".join(f"{i}->{o}" for i, o in have)
     raise ValueError(f"{name} has no {fin}->{fout} instruction; it has: {listing}")

@@ -218,7 +218,8 @@ def observable(params: MMAParams) -> dict[str, Any]:
     p = params
     fin, fout = p.input_format, p.output_format
     out: dict[str, Any] = {
-        "input": p.input, "output": p.output, "k": p.k, "accumulation": p.accumulation,
+        "input": p.input, "input_b": p.input_b, "output": p.output, "k": p.k,
+        "issue_k": p.issue_k, "accumulation": p.accumulation,
         "rounding": p.rounding, "input_subnormals": p.input_subnormals,
         "output_subnormals": p.output_subnormals,
     }
@@ -322,6 +323,7 @@ class _Probe:
         self.width = 0
         self.params: MMAParams | None = None
         self.chained = False
+        self.width_limited = False  # the callable refused some K (its width is its own)
         self.order: str | None = None
         self.reproduces: bool | None = None
         self.mismatches = 0
@@ -377,6 +379,12 @@ class _Probe:
             self.params = self.limited_probe(base)
         else:
             self.aligned_family(block, structure)
+        if (self.params is not None and self.chained and self.width_limited
+                and self.width % self.params.k == 0 and self.width <= 256):
+            # The callable refuses more than `width` products, which hold whole blocks:
+            # one instruction issued with K = width, chaining its blocks inside.
+            self.params = self.params.replace(issue_k=self.width)
+            self.chained = False
         if self.params is not None:
             self.verify()
 
@@ -403,6 +411,7 @@ class _Probe:
             self.f["width"] = Finding(max_k, f"accepts K = {max_k} (the largest tried)")
             return
         refused, why = max_k, err
+        self.width_limited = True
         first = accepts(1)
         if first is not None:
             raise ProbeError(f"the callable {self.caller.name!r} raised at every K tried "

@@ -16,7 +16,7 @@ from ..mma import MMAModel
 from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
-from ._matrix_unit import matrix_unit_gemm
+from ._matrix_unit import matrix_unit_gemm, schedule_of
 from .operands import Operand, declared, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
@@ -289,14 +289,24 @@ def _products_exact(wide: Format, narrow: Format) -> bool:
 
 def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
               shape: tuple[int, ...], compute: Any, accumulate: Any, out: Any, order: Any,
-              promote_every: Any, promote_to: Any, workers: Any, steps: Steps) -> np.ndarray:
+              promote_every: Any, promote_to: Any, workers: Any, steps: Steps,
+              **unit: Any) -> np.ndarray:
     """The body of dot and matmul: the M×N matrix product of ``a2`` (M×K
-    codes of ``a``) and ``b2`` (K×N codes of ``b``), reshaped to ``shape``."""
+    codes of ``a``) and ``b2`` (K×N codes of ``b``), reshaped to ``shape``.
+    ``unit``: matmul's matrix-unit keywords (``split_k``, ``schedule``,
+    ``c``, ``alpha``, ``beta``)."""
     if isinstance(accumulate, MMAModel):
         _threads.check_workers(op, workers)
+        schedule = schedule_of(op, unit.pop("schedule", None), unit.pop("split_k", None),
+                               promote_every, promote_to)
         return matrix_unit_gemm(op, accumulate, a, b, a2, b2, shape, out, steps,
-                                compute=compute, promote_every=promote_every,
+                                schedule=schedule, **unit, compute=compute,
                                 order=None if order == "sequential" else order)
+    for name, value in unit.items():
+        if value is not None and not (name == "alpha" and value == 1):
+            shown = repr(value) if np.ndim(value) == 0 else f"<{type(value).__name__}>"
+            raise ValueError(f"{op}(): {name}= applies with accumulate= a matrix-unit model "
+                             f"(fpsim.mma.preset(...)); drop {name}={shown}")
     order = check_order(op, order)
     _threads.check_workers(op, workers)
     k = a2.shape[1]
@@ -457,7 +467,9 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
            compute: Format | str | None = None, accumulate: Format | str = FP32,
            out: Format | str | None = None, order: Any = "sequential",
            promote_every: int | None = None, promote_to: Format | str = FP32,
-           rng: Any = None, workers: int | None = None, **overrides: Any) -> np.ndarray:
+           rng: Any = None, workers: int | None = None, split_k: int | None = None,
+           schedule: Any = None, c: Any = None, alpha: Any = 1.0, beta: Any = None,
+           **overrides: Any) -> np.ndarray:
     """The matrix product of ``x`` (M×K) and ``y`` (K×N): every output
     element is the :func:`dot` of a row and a column, with the same declared
     numerics (``compute``, ``accumulate``, ``order``, ``out``).
@@ -485,8 +497,20 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     products); each output element is the chain of instructions along its
     row and column, starting from ``c = +0``, each block's result the next
     block's ``c``; the result, in the unit's output format, is converted to
-    ``out`` (default: the unit's output format).  ``compute``, ``order`` and
-    ``promote_every`` are the unit's own and may not be given.
+    ``out`` (default: the unit's output format).  ``compute`` and ``order``
+    are the unit's own and may not be given.  A library's schedule
+    (:class:`fpsim.mma.Schedule`) composes with it: ``split_k=S`` (slices
+    of whole 64-product grains, their results added in FP32 in order),
+    ``promote_every=N`` (the chain restarts from +0 every N products, a
+    multiple of the instruction's k, and each group is added into a
+    ``promote_to`` accumulator), or ``schedule=`` any schedule; ``c=`` (M×N,
+    of the output format), ``alpha=`` and ``beta=`` give ``D = alpha·(A @
+    B) + beta·C`` by the schedule's epilogue (by default in FP32, one
+    fused multiply-add); ``x`` and ``y`` may be of the two FP8 formats of a
+    mixed instruction (``fpsim.mma.preset(gpu, ("e4m3", "e5m2"))``; codes
+    with ``fmt=("e4m3", "e5m2")``).  Each is refused with a one-line
+    ``ValueError`` where it cannot apply; with any other ``accumulate`` they
+    are refused.
 
     >>> import fpsim.mma
     >>> h100 = fpsim.mma.preset("h100", "e4m3")       # k = 32
@@ -495,6 +519,9 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     2.0
     >>> float(matmul(x, x.T, out="fp32")[0, 0])         # FP32 accumulation of exact products
     2.0037841796875
+    >>> y = x.T.astype("float8_e5m2")                  # E4M3 x E5M2: the mixed instruction
+    >>> float(matmul(x, y, accumulate=fpsim.mma.preset("h100", ("e4m3", "e5m2")))[0, 0])
+    2.0
 
     >>> import numpy as np
     >>> x = np.full((1, 4096), 1.0, np.float16); y = np.full((4096, 1), 1.0, np.float16)
@@ -506,10 +533,12 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     4096.0
     """
     steps = Steps(ctx, rng, overrides)
-    a, b = Operand("matmul", x, fmt), Operand("matmul", y, fmt, "y")
+    fx, fy = tuple(fmt) if isinstance(fmt, (tuple, list)) and len(fmt) == 2 else (fmt, fmt)
+    a, b = Operand("matmul", x, fx), Operand("matmul", y, fy, "y")
     if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
         raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
                          f"{a.codes.shape} and {b.codes.shape}")
     shape = (a.codes.shape[0], b.codes.shape[1])
     return _contract("matmul", a, b, a.codes, b.codes, shape, compute, accumulate, out, order,
-                     promote_every, promote_to, workers, steps)
+                     promote_every, promote_to, workers, steps, split_k=split_k,
+                     schedule=schedule, c=c, alpha=alpha, beta=beta)

@@ -1,0 +1,368 @@
+"""The library GEMM engine: an instruction (:class:`~fpsim.mma.MMAModel`)
+run along K as a :class:`~fpsim.mma.Schedule` says, and
+:class:`LibraryGEMM`, the callable that the library presets
+(:mod:`fpsim.mma.library`) return.
+
+Every output element is computed on its own row of ``A`` and column of
+``B``, in tiles of output elements (so that a tile's operands, not the whole
+M×N×K, are in memory at once).  The instruction's chains are the model's
+``chain=True``; every step the schedule adds (promotion, merging of slices,
+epilogue) is one operation of :mod:`fpsim.array` rounded by the schedule's
+``rounding``, and the conversion into the output format is one
+:func:`fpsim.array.convert`.  The unit and the schedule's steps raise no
+flags that a caller sees; only the final conversion may (through
+``convert``, see :func:`run`).
+
+>>> import numpy as np, fpsim.mma as mma
+>>> from fpsim.mma import Schedule
+>>> x = np.full((1, 256), 1.0, np.float16)
+>>> y = np.full((256, 1), 2.0**-14, np.float16); y[0, 0] = 2.0**12
+>>> g = mma.LibraryGEMM(mma.preset("h100", "fp16"), Schedule(), "fp32")
+>>> float(g(x, y)[0, 0])      # one chain: each 2**-14 is below the grid of 4096 (2**-13)
+4096.0
+>>> g2 = mma.LibraryGEMM(mma.preset("h100", "fp16"), Schedule(split_k=2), "fp32")
+>>> float(g2(x, y)[0, 0])     # the second slice's 128 products sum to 2**-7 on their own
+4096.0078125
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import array as _array
+from ..context import Context
+from ..formats import Format
+from ..formats import format as _lookup
+from ._inputs import _values, codes_formats
+from .model import MMAModel
+from .schedule import Schedule
+
+__all__ = ["LibraryGEMM", "run", "epilogue_numbers"]
+
+# Operand codes of one tile: (M×N pairs) × K elements for each of a and b.
+_TILE_ELEMENTS = 1 << 22
+
+Convert = Callable[[np.ndarray, Format, Format], np.ndarray]
+
+
+def block_model(model: MMAModel, schedule: Schedule) -> MMAModel:
+    """The instruction as the schedule issues it: ``block_k`` products per
+    block (zero-padded to the unit's block, which aligns the same)."""
+    bk = schedule.block_k
+    if bk is None or bk == model.k:
+        return model
+    if bk > model.k:
+        raise ValueError(f"block_k={bk} exceeds the instruction's k={model.k} ({model!r}); "
+                         f"accepted: block_k <= {model.k}")
+    p = model.params
+    if p.accumulation == "pairwise" and bk & (bk - 1):
+        raise ValueError(f"block_k={bk}: a pairwise unit takes a power of two")
+    return MMAModel(p.replace(k=bk, issue_k=None), name=model.name)
+
+
+def check_schedule(model: MMAModel, schedule: Schedule, K: int) -> list[tuple[int, int]]:
+    """The slices of K, after checking that the schedule applies to the
+    model (one-line ``ValueError`` naming what is accepted where not)."""
+    unit = block_model(model, schedule)
+    P = schedule.promote_every
+    if P is not None and P % unit.k:
+        raise ValueError(f"promote_every={P} is not a multiple of the instruction's k={unit.k} "
+                         f"({model!r}); accepted: multiples of {unit.k}")
+    return schedule.slices(K) if K else [(0, 0)]
+
+
+def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: Format, *,
+        c: np.ndarray | None = None, alpha: float = 1.0, beta: float = 0.0,
+        scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None,
+        convert: Convert | None = None) -> np.ndarray:
+    """``D = epilogue(schedule(A @ B), C)`` as codes of ``out`` (M×N).
+
+    ``a``: M×K codes of the model's input format; ``b``: K×N codes of its
+    ``b`` format; ``c``: M×N codes of ``out`` (or None); ``scale_a``,
+    ``scale_b``: float64 arrays broadcastable to (M, 1) and (1, N), or None;
+    ``convert(codes, src, dst)`` does the conversion into ``out`` (default:
+    :func:`fpsim.array.convert` rounded by the schedule's
+    ``output_rounding``).  Checked by the callers: shapes, formats,
+    finiteness of ``alpha``, ``beta`` and the scales.
+    """
+    m, K = a.shape
+    n = b.shape[1]
+    slices = check_schedule(model, schedule, K)
+    joins = c is not None and beta != 0 and schedule.c_joins == "accumulator"
+    if joins and (beta, alpha) != (1, 1):
+        raise ValueError("C joins the accumulator in this schedule: alpha and beta must be 1")
+    if alpha != 1 and schedule.split_merge == "inplace" and len(slices) > 1:
+        raise ValueError("alpha with split_merge='inplace' (applied per slice by CUTLASS's serial "
+                         "split-K) is not modelled; accepted: alpha=1")
+    unit = block_model(model, schedule)
+    ufmt = model.output_format
+    cfmt = ufmt if schedule.compute is None else _lookup(schedule.compute)
+    step = Context(rounding=schedule.rounding)
+    if convert is None:
+        final = Context(rounding=schedule.output_rounding)
+        convert = lambda x, s, d: x if s == d else _array.convert(x, s, d, final)  # noqa: E731
+    fa, fb = model.input_format, model.input_b_format
+    acc = np.zeros(m * n, _array.code_dtype(cfmt))
+    start_c = c.reshape(-1) if c is not None and schedule.c_joins == "accumulator" else None
+    if m * n:
+        rows = np.arange(m * n)
+        tile = max(1, _TILE_ELEMENTS // max(K, 1))
+        bt = np.ascontiguousarray(b.T)  # (N, K): column n of b as a row
+        for lo in range(0, m * n, tile):
+            pairs = rows[lo:lo + tile]
+            init = None if start_c is None else start_c[pairs]
+            acc[lo:lo + tile] = _accumulate(unit, schedule, slices, a[pairs // n],
+                                            bt[pairs % n], (fa, fb), ufmt, cfmt, out, init,
+                                            step, convert)
+    acc = acc.reshape(m, n)
+    acc = _scale(acc, cfmt, scale_a, scale_b, step)
+    return _epilogue(acc, cfmt, out, schedule, c if schedule.c_joins == "epilogue" else None,
+                     alpha, beta, step, convert)
+
+
+def _accumulate(unit: MMAModel, s: Schedule, slices: list[tuple[int, int]], A: np.ndarray,
+                B: np.ndarray, fmts: tuple[Format, Format], ufmt: Format, cfmt: Format,
+                out: Format, init: np.ndarray | None, step: Context,
+                convert: Convert) -> np.ndarray:
+    """Steps 1-6 of the schedule on rows of ``A`` and ``B`` (rows × K):
+    codes of ``cfmt``, one per row.  ``init``: codes of ``out`` the
+    accumulation starts from (C joining the accumulator), or None."""
+    rows = A.shape[0]
+
+    def chain(lo: int, hi: int, c: np.ndarray | None, cf: Format) -> np.ndarray:
+        """The unit chained over products lo:hi from c (codes of cf, None: +0),
+        as codes of the unit's output format."""
+        if c is not None and cf != ufmt:
+            c = _array.convert(c, cf, ufmt, step)
+        if hi == lo:
+            return (np.zeros(rows, _array.code_dtype(ufmt)) if c is None else c)
+        d = unit(A[:, lo:hi], B[:, lo:hi], c, fmt=fmts, chain=True)
+        return d.view(_array.code_dtype(ufmt))
+
+    def to_compute(x: np.ndarray, src: Format) -> np.ndarray:
+        return x if src == cfmt else _array.convert(x, src, cfmt, step)
+
+    start = None if init is None else to_compute(init, out)
+    total = None
+    for lo, hi in slices:
+        if s.promote_every is None:
+            part = to_compute(chain(lo, hi, start, cfmt), ufmt)
+        else:
+            part = np.zeros(rows, _array.code_dtype(cfmt)) if start is None else start
+            for g0, g1 in s.groups(lo, hi):
+                part = _array.add(part, to_compute(chain(g0, g1, None, ufmt), ufmt), step,
+                                  fmt=cfmt)
+        start = None
+        if len(slices) == 1:
+            return part
+        if s.split_merge == "output":
+            part = to_compute(convert(part, cfmt, out), out)
+        if total is None and not (s.merge_from_zero and s.split_merge != "inplace"):
+            total = part
+        else:
+            if total is None:
+                total = np.zeros(rows, _array.code_dtype(cfmt))
+            total = _array.add(total, part, step, fmt=cfmt)
+        if s.split_merge == "inplace":
+            total = to_compute(convert(total, cfmt, out), out)
+    assert total is not None
+    return total
+
+
+def _scale(acc: np.ndarray, cfmt: Format, scale_a: np.ndarray | None,
+           scale_b: np.ndarray | None, step: Context) -> np.ndarray:
+    """The scales applied to ``acc`` in the compute format (see
+    :mod:`fpsim.mma.schedule`)."""
+    if scale_a is None and scale_b is None:
+        return acc
+    sa = np.asarray(1.0 if scale_a is None else scale_a, np.float64)
+    sb = np.asarray(1.0 if scale_b is None else scale_b, np.float64)
+    enc = lambda v: _array.encode(np.asarray(v, np.float64), cfmt, step)  # noqa: E731
+    if sa.ndim == 0 and sb.ndim == 0:
+        both = _array.mul(enc(sa.reshape(())), enc(sb.reshape(())), step, fmt=cfmt)
+        return _array.mul(acc, both, step, fmt=cfmt)
+    acc = _array.mul(acc, enc(sb.reshape(1, -1)), step, fmt=cfmt)
+    return _array.mul(acc, enc(sa.reshape(-1, 1)), step, fmt=cfmt)
+
+
+def _epilogue(acc: np.ndarray, cfmt: Format, out: Format, s: Schedule, c: np.ndarray | None,
+              alpha: float, beta: float, step: Context, convert: Convert) -> np.ndarray:
+    """Step 7: ``alpha·acc + beta·C`` and the conversion into ``out``."""
+    if s.epilogue == "output":
+        acc, work = convert(acc, cfmt, out), out
+    else:
+        work = cfmt
+    enc = lambda v: _array.encode(np.asarray(v, np.float64), work, step)  # noqa: E731
+    if c is not None and beta != 0:
+        c = c if out == work else _array.convert(c, out, work, step)
+    else:
+        c = None
+    if s.epilogue_order == "beta_c_first":
+        if c is None:
+            if alpha != 1:
+                acc = _array.mul(acc, enc(alpha), step, fmt=work)
+        else:
+            t = c if beta == 1 else _array.mul(c, enc(beta), step, fmt=work)
+            acc = (_array.add(acc, t, step, fmt=work) if alpha == 1
+                   else _array.fma(enc(alpha), acc, t, step, fmt=work))
+    else:  # alpha_acc_first: z = r(alpha·acc), d = r(beta·C + z), also with beta = 0
+        z = acc if alpha == 1 else _array.mul(acc, enc(alpha), step, fmt=work)
+        if c is None:
+            acc = _array.add(z, enc(0.0), step, fmt=work)
+        else:
+            acc = (_array.add(c, z, step, fmt=work) if beta == 1
+                   else _array.fma(enc(beta), c, z, step, fmt=work))
+    return convert(acc, work, out)
+
+
+# -- the callable ----------------------------------------------------------------------
+
+
+class LibraryGEMM:
+    """A library GEMM as a callable: ``g(A, B)``, ``g(A, B, C)``.
+
+    ``model``: the instruction; ``schedule``: a :class:`~fpsim.mma.Schedule`;
+    ``out``: the output format (``"fp32"``, ``"fp16"``, ``"bf16"``).
+    ``name``: what the call models, in words (the library presets set it).
+
+    ``g(A, B, C=None, *, alpha=1.0, beta=None, scale_a=None, scale_b=None,
+    fmt=None)``:
+
+    * ``A`` (M×K) and ``B`` (K×N): arrays of the input formats' dtypes
+      (float16, bfloat16, ml_dtypes float8_*; TF32 as float32 arrays of
+      exact values), or unsigned integer codes with ``fmt=`` naming the input
+      format (a pair ``(a's, b's)`` where they differ).
+    * ``C`` (M×N): of the output format (its dtype, or codes with ``fmt=``).
+      ``beta`` defaults to 1 with ``C`` and 0 without it.
+    * ``alpha``, ``beta``: numbers exact in the compute format.
+    * ``scale_a``, ``scale_b``: FP8 scales, per tensor (numbers) or per row
+      of ``A`` (shape (M, 1) or (M,)) and per column of ``B`` ((1, N) or
+      (N,)); values exact in FP32.
+    * Returns D (M×N) in the output format's dtype, or codes when ``A`` and
+      ``B`` came as codes.
+
+    >>> import numpy as np, fpsim.mma as mma
+    >>> g = mma.cublas("h100", "fp16", out="fp16")
+    >>> x = np.float16([[1.0, 2.0**-11]])
+    >>> g(x, np.float16([[1.0], [1.0]]), np.float16([[2.0**-11]]))  # two roundings: to FP16, + C
+    array([[1.]], dtype=float16)
+    """
+
+    def __init__(self, model: MMAModel, schedule: Schedule, out: Any = "fp32",
+                 name: str | None = None) -> None:
+        if not isinstance(model, MMAModel):
+            raise TypeError(f"model must be an MMAModel, got {type(model).__name__}")
+        if not isinstance(schedule, Schedule):
+            raise TypeError(f"schedule must be a Schedule, got {type(schedule).__name__}")
+        fout = _lookup(out)
+        if fout.name not in ("fp32", "fp16", "bf16"):
+            raise ValueError(f"out={fout.name}; accepted: fp32, fp16, bf16")
+        block_model(model, schedule)  # a block_k the unit cannot issue fails here
+        if schedule.promote_every is not None:
+            check_schedule(model, schedule, 0)
+        self.model, self.schedule, self.out, self.name = model, schedule, fout, name
+
+    def __repr__(self) -> str:
+        label = self.name or f"{self.model!r} -> {self.out.name}"
+        return f"<LibraryGEMM {label}: {self.schedule}>"
+
+    def __call__(self, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0, beta: Any = None,
+                 scale_a: Any = None, scale_b: Any = None, fmt: Any = None) -> np.ndarray:
+        model = self.model
+        fa, fb = model.input_format, model.input_b_format
+        codes = codes_formats(fmt, fa, fb) is not None
+        a = _operand(A, fa, "A", codes)
+        b = _operand(B, fb, "B", codes)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            raise ValueError(f"A must be M×K and B K×N; got shapes {a.shape} and {b.shape}")
+        m, n = a.shape[0], b.shape[1]
+        c = None if C is None else _addend(C, self.out, (m, n), codes)
+        alpha, beta = epilogue_numbers(alpha, beta, C is not None)
+        sa, sb = _scales(scale_a, scale_b, m, n, fa, fb)
+        if sa is not None and alpha != 1:
+            raise ValueError("alpha with scale_a/scale_b: how cuBLASLt combines them is not "
+                             "measured; fold alpha into scale_a")
+        d = run(model, self.schedule, a, b, self.out, c=c, alpha=alpha, beta=beta,
+                scale_a=sa, scale_b=sb)
+        dt = _array.value_dtype(self.out)
+        return d if codes or dt is None else d.view(dt)
+
+
+def _operand(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
+    """Codes of ``fmt`` for an operand given as values or as codes."""
+    a = _array.engine.as_array(x)
+    if codes:
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{label}: fmt= says integer codes of {fmt.name}, got dtype {a.dtype}")
+        _array.engine.check_codes(a, fmt, label)
+        return a.astype(_array.code_dtype(fmt), copy=False)
+    values = _values(a, fmt, label, False)  # checks the dtype (and TF32's exactness)
+    if _array.value_dtype(fmt) is not None:
+        return _array.engine.raw_codes(a, fmt)
+    return _array.encode(values, fmt, Context())  # exact: no rounding, no flag
+
+
+def _addend(C: Any, out: Format, shape: tuple[int, int], codes: bool) -> np.ndarray:
+    c = _array.engine.as_array(C)
+    if c.dtype.kind in "iu":
+        if not codes:
+            raise TypeError(f"C: integer array given without fmt=; accepted: arrays of dtype "
+                            f"{_array.value_dtype(out)} (the output format {out.name})")
+        _array.engine.check_codes(c, out, "C")
+        c = c.astype(_array.code_dtype(out), copy=False)
+    else:
+        dt = _array.value_dtype(out)
+        if c.dtype.newbyteorder("=") != dt:
+            raise TypeError(f"C: dtype {c.dtype} is not the output format {out.name}; accepted: "
+                            f"arrays of dtype {dt}")
+        c = _array.engine.raw_codes(c, out)
+    if c.shape != shape:
+        raise ValueError(f"C must have shape {shape} (M×N); got {c.shape}")
+    return c
+
+
+def epilogue_numbers(alpha: Any, beta: Any, has_c: bool) -> tuple[float, float]:
+    """``alpha`` and ``beta`` checked (finite real numbers; ``beta`` None
+    means 1 with C and 0 without; a nonzero ``beta`` needs C), as floats.
+
+    >>> epilogue_numbers(2, None, True)
+    (2.0, 1.0)
+    """
+    out = []
+    for name, x in (("alpha", alpha), ("beta", (1.0 if has_c else 0.0) if beta is None else beta)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+        if not np.isfinite(float(x)):
+            raise ValueError(f"{name}={x!r}; accepted: a finite number")
+        out.append(float(x))
+    if not has_c and out[1] != 0:
+        raise ValueError(f"beta={beta!r} without C; pass C (M×N) or drop beta")
+    return out[0], out[1]
+
+
+def _scales(scale_a: Any, scale_b: Any, m: int, n: int, fa: Format,
+            fb: Format) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if scale_a is None and scale_b is None:
+        return None, None
+    if fa.width > 8 or fb.width > 8:
+        raise ValueError(f"scale_a/scale_b apply to FP8 inputs (torch._scaled_mm); the inputs "
+                         f"are {fa.name} and {fb.name}")
+    out, kinds = [], []
+    for x, label, rows in ((scale_a, "scale_a", m), (scale_b, "scale_b", n)):
+        v = np.asarray(1.0 if x is None else _array.engine.as_array(x), np.float64)
+        kinds.append(v.ndim == 0)
+        if v.ndim and v.reshape(-1).shape != (rows,):
+            want = "(M, 1) or (M,)" if label == "scale_a" else "(1, N) or (N,)"
+            raise ValueError(f"{label} has shape {v.shape}; accepted: a number (per tensor) or "
+                             f"shape {want}")
+        if not np.isfinite(v).all() or (v.astype(np.float32).astype(np.float64) != v).any():
+            raise ValueError(f"{label}: values must be finite and exact in FP32")
+        out.append(v)
+    sa, sb = out
+    if kinds[0] != kinds[1]:
+        raise ValueError("scale_a and scale_b must both be per tensor (numbers) or both per "
+                         "row/column (shapes (M, 1) and (1, N)): the mixed case is not measured")
+    return sa, sb
