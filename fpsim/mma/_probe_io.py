@@ -168,6 +168,7 @@ class Caller:
                  input_subnormals: bool = True) -> None:
         self.fn, self.fin, self.fout, self.shape = fn, fin, fout, shape
         self.subnormals = input_subnormals
+        self.pad = 1  # GEMM calls: M, N and K padded with zeros to multiples of this
         self.calls = 0
         self.rows = 0
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
@@ -210,13 +211,19 @@ class Caller:
             out = self._call(A, B, C, what, rows, (len(c),))
         else:
             out = np.empty(len(c), dtype=_array.value_dtype(self.fout))
+            up = lambda x: -(-x // self.pad) * self.pad  # noqa: E731
+            K = up(A.shape[1])
             for s in range(0, len(c), _GEMM_BLOCK):
                 e = min(s + _GEMM_BLOCK, len(c))
                 n = e - s
-                Cm = np.zeros((n, n), dtype=C.dtype)
+                p = up(n)
+                Am = np.zeros((p, K), dtype=A.dtype)
+                Am[:n, :A.shape[1]] = A[s:e]
+                Bm = np.zeros((K, p), dtype=B.dtype)
+                Bm[:A.shape[1], :n] = B[s:e].T
+                Cm = np.zeros((p, p), dtype=C.dtype)
                 Cm[np.arange(n), np.arange(n)] = C[s:e]
-                D = self._call(A[s:e], np.ascontiguousarray(B[s:e].T), Cm, what,
-                               rows[s:e] if rows is not None else None, (n, n))
+                D = self._call(Am, Bm, Cm, what, rows[s:e] if rows is not None else None, (p, p))
                 out[s:e] = D[np.arange(n), np.arange(n)]
         self.rows += len(c)
         with np.errstate(over="ignore", invalid="ignore"):

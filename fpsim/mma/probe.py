@@ -15,10 +15,17 @@ preset is itself a valid ``fn``:
   arrays of exact values for TF32), ``c`` of shape ``(rows,)`` in the
   output format's dtype, and ``d = a·b + c`` along the last axis, shape
   ``(rows,)``, in the output format's dtype.
-* ``shape="gemm"``: ``fn(A, B, C) -> D`` with ``A (M, K)``, ``B (K, N)``,
-  ``C`` and ``D (M, N)``: ``D = A @ B + C`` (a ``torch.matmul``-style
-  kernel, wrapped to turn tensors into numpy arrays).  The probe passes its
-  rows as 16×16 blocks and reads the diagonal.
+* ``shape="gemm"``: ``fn(A, B) -> D`` or ``fn(A, B, C) -> D`` with ``A
+  (M, K)``, ``B (K, N)``, ``C`` and ``D (M, N)``: ``D = A @ B (+ C)`` (a
+  ``torch.mm``-style library call, wrapped to turn tensors into numpy
+  arrays).  Shapes are padded with zeros to the smallest multiple the
+  callable accepts (found first).  The library stage
+  (:mod:`fpsim.mma._probe_gemm`) finds the schedule (split-K slices and
+  grain, promotion interval, where ``C`` joins, the output rounding) and
+  the instruction presets that, run with it, give every output; with
+  ``C``, the instruction's own probes also run, on rows passed as blocks
+  whose diagonal holds them.  ``inputs`` may be a pair of FP8 formats
+  (``("e4m3", "e5m2")``).
 
 The probe calls ``fn`` with the widest ``K`` it accepts, up to ``max_k``
 (or exactly ``k`` when given): a preset refuses a ``K`` beyond its
@@ -46,6 +53,7 @@ from ..formats import Format
 from ..formats import format as _lookup
 from ._probe_bits import AlignmentAndRounding, result_bits_of, snap
 from ._probe_findings import Finding
+from ._probe_gemm import WIDTHS, probe_library
 from ._probe_io import SHAPES, Caller, ProbeError, Row, codes_equal, show
 from ._probe_join import WhereCJoins
 from ._probe_observe import observable
@@ -73,6 +81,14 @@ class ProbeResult:
     callable gave (all probe rows and a seeded random batch); ``matches``:
     the GPUs whose preset for these formats has the same observable
     parameters (:func:`fpsim.mma.probe.observable`).
+
+    With ``shape="gemm"``: ``schedule``: the library schedule found (a dict
+    with ``split_k``, ``split_grain``, ``promote_every``, ``block_k``,
+    ``split_merge``, ``c_joins``, ``epilogue`` and ``output_rounding``; None
+    when no candidate gave every output), and ``matches``: the GPUs whose
+    instruction preset, run with that schedule, gives every output;
+    ``params`` is that preset's where the instruction's own probes found
+    none; ``reproduces``: some candidate gave every output.
     """
 
     input: str
@@ -89,6 +105,7 @@ class ProbeResult:
     calls: int
     rows: int
     seconds: float
+    schedule: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -100,6 +117,7 @@ class ProbeResult:
             "reproduces": self.reproduces, "mismatches": self.mismatches,
             "matches": self.matches, "unobservable": self.unobservable,
             "calls": self.calls, "rows": self.rows, "seconds": round(self.seconds, 3),
+            "schedule": self.schedule,
         }
 
     def __str__(self) -> str:
@@ -119,6 +137,8 @@ class ProbeResult:
             chained = (f" (chained: blocks of {self.params.k} of the K = {self.width}, "
                        "call the model with chain=True)" if self.chained else "")
             lines.append(f"model: {_params_text(self.params)}{chained}: {verdict}")
+        if self.schedule is not None:
+            lines.append("schedule: " + ", ".join(f"{k}={v}" for k, v in self.schedule.items()))
         if self.matches:
             lines.append(f"matches: {', '.join(self.matches)}")
         else:
@@ -177,10 +197,16 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     >>> r.order, r.params.k, r.chained, r.params.rounding
     ('((((p0 + c) + p1) + p2) + p3)', 1, True, 'rne')
     """
-    fin = _format(inputs, "inputs")
-    fout = _format(out, "out")
     if shape not in SHAPES:
         raise ValueError(f"shape={shape!r}; accepted: {', '.join(map(repr, SHAPES))}")
+    if isinstance(inputs, (tuple, list)):
+        if shape != "gemm" or len(inputs) != 2:
+            raise ValueError(f"inputs={inputs!r}: a pair (a's, b's) is accepted with "
+                             "shape='gemm' only")
+        fin, fin_b = _format(inputs[0], "inputs"), _format(inputs[1], "inputs")
+    else:
+        fin = fin_b = _format(inputs, "inputs")
+    fout = _format(out, "out")
     if not callable(fn):
         raise TypeError(f"fn must be a callable (fn(a, b, c) -> d), got {type(fn).__name__}")
     if fin.width > 32 or fin.precision > 24:
@@ -192,9 +218,21 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
         raise ValueError(f"k must be an int in [1, 256] or None, got {k!r}")
     if not isinstance(max_k, int) or not 1 <= max_k <= 256:
         raise ValueError(f"max_k must be an int in [1, 256], got {max_k!r}")
+    if fin_b.width > 32 or fin_b.precision > 24:
+        raise ValueError(f"inputs={fin_b.name}: the probes take inputs of at most 24 bits of "
+                         "precision")
     start = time.perf_counter()
     run = _Probe(fn, fin, fout, shape, seed)
-    run.run(k, max_k)
+    if shape == "gemm":
+        run.library(fin_b)
+    if shape == "rows":
+        run.run(k, max_k)
+    elif run.lib["caller"].with_c and fin == fin_b:
+        try:
+            run.run(k, max_k)
+        except ProbeError as exc:  # e.g. a split that refuses short K: the library stage stands
+            run.params = None
+            run.f["instruction"] = Finding(None, f"its own probes could not run: {exc}")
     return run.result(time.perf_counter() - start)
 
 
@@ -214,6 +252,9 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
         self.fin, self.fout = fin, fout
         self.caller = Caller(fn, fin, fout, shape, input_subnormals=False)
         self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.fin_b = fin
+        self.lib: dict[str, Any] | None = None
         self.f: dict[str, Finding] = {}
         self.seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.width = 0
@@ -244,6 +285,13 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
                  "output": show(float(d[i]))} for i in idx[:limit]]
 
     # -- the stages ---------------------------------------------------------------
+
+    def library(self, fin_b: Format) -> None:
+        """The library stage (:mod:`fpsim.mma._probe_gemm`), first: it finds
+        the padding every later call uses."""
+        self.lib = probe_library(self.caller.fn, self.fin, fin_b, self.fout, self.seed)
+        self.caller.pad = self.lib["caller"].pad
+        self.fin_b = fin_b
 
     def run(self, k: int | None, max_k: int) -> None:
         self.find_width(k, max_k)
@@ -342,6 +390,46 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
                         theirs = observable(_preset(gpu, i, o).params)
                         if theirs == mine:
                             matches.append(gpu)
-        return ProbeResult(self.fin.name, self.fout.name, self.width, self.params, self.chained,
-                           self.order, self.f, self.reproduces, self.mismatches, matches,
-                           unobservable, self.caller.calls, self.caller.rows, seconds)
+        calls, rows = self.caller.calls, self.caller.rows
+        findings, schedule, reproduces, width = self.f, None, self.reproduces, self.width
+        params = self.params
+        if self.lib is not None:
+            lib = self.lib
+            calls, rows = calls + lib["caller"].calls, rows + lib["caller"].rows
+            findings = {**lib["findings"], **self.f}
+            matched = lib["matched"]
+            reproduces = bool(matched)
+            if matched:
+                first = matched[0]
+                schedule = _schedule_dict(first["schedule"], lib["caller"].with_c, self.fout)
+                matches = list(dict.fromkeys(g for v in matched
+                                             if v["schedule"] == first["schedule"]
+                                             for g in v["names"]))
+                others = {v["schedule"] for v in matched} - {first["schedule"]}
+                params = params if self.reproduces else first["model"].params
+                findings["schedule"] = Finding(
+                    str(first["schedule"]),
+                    f"{len(matched)} of {lib['candidates']} candidates (instruction preset × "
+                    "schedule × where C joins × epilogue × output rounding) give every output"
+                    + (f"; {len(others)} other schedule(s) also do: "
+                       + "; ".join(sorted(map(str, others))) if others else ""))
+            else:
+                findings["schedule"] = Finding(
+                    None, f"none of {lib['candidates']} candidates gives every output: not a "
+                          "chained instruction preset with a schedule fpsim describes")
+            if not width:  # the instruction's probes did not run: the widest call
+                width = max(WIDTHS)
+        mixed = self.lib is not None and self.fin_b != self.fin
+        label = f"{self.fin.name} x {self.fin_b.name}" if mixed else self.fin.name
+        return ProbeResult(label, self.fout.name, width, params, self.chained,
+                           self.order, findings, reproduces, self.mismatches, matches,
+                           unobservable, calls, rows, seconds, schedule)
+
+
+def _schedule_dict(s: Any, with_c: bool, fout: Format) -> dict[str, Any]:
+    """The schedule's fields a probe reports."""
+    return {"split_k": s.split_k, "split_grain": s.split_grain if s.split_k > 1 else None,
+            "promote_every": s.promote_every, "block_k": s.block_k,
+            "split_merge": s.split_merge if s.split_k > 1 else None,
+            "c_joins": s.c_joins if with_c else "none (fn takes no C)",
+            "epilogue": s.epilogue, "output_rounding": s.output_rounding}
