@@ -10,8 +10,15 @@ beside plain numpy doing the nearest computation it can in the same run.
   instructions per output element), against the numpy float32 loop over k
   and against ``fpsim.ops.matmul`` with IEEE FP32 accumulation.
 
+* library GEMMs (issue 29): a ``--library`` (default 1024) cubed GEMM
+  through ``fpsim.mma.cublas("h100", "e4m3")`` (FP8, promoted every 128)
+  and ``cublas("h100", "fp16", split_k=4)``, each beside the plain chain of
+  the same instruction on the same inputs (``ops.matmul(accumulate=...)``),
+  which is what the schedules add their FP32 steps to.
+
 The issue's goals: the first in at most a few seconds, the second under a
-minute, on the project's 2-core machine.  Prints medians; asserts nothing
+minute, on the project's 2-core machine; the library GEMMs print their time
+(their speed goal is a separate issue).  Prints medians; asserts nothing
 about time.  Run ``python benchmarks/bench_mma.py [--quick]``.
 """
 
@@ -48,10 +55,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10**5)
     parser.add_argument("--gemm", type=int, default=512, help="M = N = K of the GEMM")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--library", type=int, default=1024,
+                        help="M = N = K of the library GEMMs (one run each: minutes at 1024)")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     args = parser.parse_args()
     if args.quick:
-        args.rows, args.gemm, args.repeats = 10**4, 64, 1
+        args.rows, args.gemm, args.repeats, args.library = 10**4, 64, 1, 256
     rng = np.random.default_rng(0)
     print(f"{'':<44} {'fpsim':>11} {'peer':>11} {'ratio':>9}  {'peer':<24} goal")
 
@@ -76,6 +85,16 @@ def main() -> None:
     line(f"matmul {n}^3 fp16 on h100, chained", ours, peer, "numpy float32 k-loop",
          "under 60 s")
     line(f"matmul {n}^3 fp16 on h100, chained", ours, ieee, "fpsim FP32 accumulation", "")
+
+    n = args.library
+    for fmt, dt, kw, label in (("e4m3", ml_dtypes.float8_e4m3fn, {}, "promoted every 128"),
+                               ("fp16", np.float16, {"split_k": 4}, "split_k=4")):
+        x = rng.standard_normal((n, n)).astype(dt)
+        y = rng.standard_normal((n, n)).astype(dt)
+        g = mma.cublas("h100", fmt, **kw)
+        ours = median_seconds(lambda g=g, x=x, y=y: g(x, y), 1)
+        chain = median_seconds(lambda x=x, y=y, m=g.model: ops.matmul(x, y, accumulate=m), 1)
+        line(f"cublas h100 {fmt} {n}^3, {label}", ours, chain, "the plain chain", "print")
 
 
 if __name__ == "__main__":

@@ -679,3 +679,39 @@ def test_cuda_matmul_probed_as_a_matrix_unit(fmt):
     record(f"probe matmul {fmt}: order {result.order}; {summary}; chained={result.chained}; "
            f"matches {', '.join(result.matches) or 'no preset'}")
     assert result.order  # the probe recovered at least the order of the additions
+
+
+def _library_call(fmt: str, fast_accum: bool = False):
+    """``(A, B) -> A @ B`` as users call it: ``torch.mm(a, b,
+    out_dtype=float32)``, or ``torch._scaled_mm`` with unit scales for FP8."""
+    def mm(a, b):
+        ta = to_torch(a.view(f"u{a.itemsize}"), fmt)
+        tb = to_torch(b.view(f"u{b.itemsize}"), fmt)
+        if fmt in ("e4m3", "e5m2"):
+            one = torch.ones((), device=DEVICE, dtype=torch.float32)
+            d = torch._scaled_mm(ta, tb.t().contiguous().t(), scale_a=one, scale_b=one,
+                                 out_dtype=torch.float32, use_fast_accum=fast_accum)
+        else:
+            d = torch.mm(ta, tb, out_dtype=torch.float32)
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
+        return d.cpu().numpy()
+    return mm
+
+
+@pytest.mark.parametrize("fmt, fast", [("fp16", False), ("bf16", False), ("e4m3", False),
+                                       ("e4m3", True)])
+def test_cuda_library_gemm_named_by_the_probe(fmt, fast):
+    """The probe's library stage on the GEMM users call (no C): the schedule
+    and the instruction presets that reproduce it (recorded in
+    docs/stacks.rst).  On an H100 the cuBLAS presets must be named."""
+    from fpsim import mma
+
+    result = mma.probe(_library_call(fmt, fast), fmt, "fp32", shape="gemm")
+    record(f"probe library {fmt} fast_accum={fast}: shape {result.findings['shape'].how}; "
+           f"schedule {result.schedule}; matches {', '.join(result.matches) or 'none'}")
+    if "H100" in torch.cuda.get_device_name():
+        assert result.reproduces and "h100" in result.matches, str(result)
+        want = mma.cublas("h100", fmt, fast_accum=fast).schedule if fmt == "e4m3" else None
+        if want is not None:
+            assert result.schedule["promote_every"] == want.promote_every, str(result)
