@@ -363,6 +363,8 @@ def test_library_options():
     (lambda: Schedule(split_merge="serial"), ValueError,
      "split_merge must be one of compute, output, inplace"),
     (lambda: Schedule(split_k=0), ValueError, "split_k must be a positive int"),
+    (lambda: mma.cublas("h100", "fp16", split_k="auto"), ValueError,
+     "split_k='auto': cuBLAS's choice is private"),
     (lambda: Schedule(promote_every=12, block_k=8), ValueError, "not a multiple of block_k=8"),
     (lambda: LibraryGEMM(mma.preset("h100", "fp16"), Schedule(block_k=32)), ValueError,
      r"block_k=32 exceeds the instruction's k=16"),

@@ -114,6 +114,10 @@ def cublas(gpu: str, fmt: Any, out: Any = "fp32", *, split_k: int = 1,
     ValueError: no cublas schedule is known for a100 (ampere); known: h100, h200.  State ...
     """
     name, _arch = _gpu("cublas", gpu)
+    if isinstance(split_k, str):
+        raise ValueError(f"split_k={split_k!r}: cuBLAS's choice is private, so fpsim takes the "
+                         "number: read numSplitsK= from CUBLASLT_LOG_LEVEL=2, or find it with "
+                         "fpsim.mma.probe(..., shape='gemm')")
     fa, fb = _inputs(fmt)
     kind = _kind(fa, fb, "cuBLAS")
     fout = _out(out, _outs(kind, fa), f"cuBLAS {fa}")

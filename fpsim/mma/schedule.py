@@ -69,6 +69,7 @@ column scale ``scale_b[n]`` as two multiplications, column first:
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,28 +157,24 @@ class Schedule:
         def count(name: str, value: Any, optional: bool = False) -> None:
             if optional and value is None:
                 return
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= _MAX:
+            if (not isinstance(value, numbers.Integral) or isinstance(value, bool)
+                    or not 1 <= value <= _MAX):
                 more = " or None" if optional else ""
-                bad(f"{name} must be a positive int{more}, got {value!r}")
+                bad(f"{name} must be a positive int{more} (at most 2**24), got {value!r}")
+            object.__setattr__(self, name, int(value))
 
         count("split_k", self.split_k)
         count("split_grain", self.split_grain)
         count("promote_every", self.promote_every, optional=True)
         count("block_k", self.block_k, optional=True)
-        if self.split_merge not in SPLIT_MERGES:
-            bad(f"split_merge must be one of {', '.join(SPLIT_MERGES)}; got {self.split_merge!r}")
-        if self.c_joins not in C_JOINS:
-            bad(f"c_joins must be one of {', '.join(C_JOINS)}; got {self.c_joins!r}")
-        if self.epilogue_order not in EPILOGUE_ORDERS:
-            bad(f"epilogue_order must be one of {', '.join(EPILOGUE_ORDERS)}; "
-                f"got {self.epilogue_order!r}")
+        for name, allowed in (("split_merge", SPLIT_MERGES), ("c_joins", C_JOINS),
+                              ("epilogue", EPILOGUES), ("epilogue_order", EPILOGUE_ORDERS),
+                              ("rounding", _ROUNDINGS), ("output_rounding", _ROUNDINGS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                bad(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
         if not isinstance(self.merge_from_zero, bool):
             bad(f"merge_from_zero must be a bool, got {self.merge_from_zero!r}")
-        if self.epilogue not in EPILOGUES:
-            bad(f"epilogue must be one of {', '.join(EPILOGUES)}; got {self.epilogue!r}")
-        for name in ("rounding", "output_rounding"):
-            if getattr(self, name) not in _ROUNDINGS:
-                bad(f"{name} must be one of {', '.join(_ROUNDINGS)}; got {getattr(self, name)!r}")
         if self.compute is not None:
             try:
                 fmt = _lookup(self.compute)
