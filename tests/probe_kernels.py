@@ -43,3 +43,14 @@ def wrong_shape(a, b, c):
 
 def wrong_dtype(a, b, c):
     return np.zeros(a.shape[0], np.float64)
+
+
+_SCALED = mma.cublas("h100", ("e4m3", "e5m2"))
+
+
+def scaled_mm_e4m3_e5m2(A, B):
+    """torch._scaled_mm-like: E4M3 x E5M2 with unit scales, promoted every
+    128 products, refusing dimensions that are not multiples of 16."""
+    if any(d % 16 for d in (*A.shape, B.shape[1])):
+        raise RuntimeError("expected all dimensions to be multiples of 16")
+    return _SCALED(A, B)

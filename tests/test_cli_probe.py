@@ -57,6 +57,19 @@ def test_probe_a_gemm_and_a_loop(capsys):
     assert "(((p0 + c) + p1) + p2) + p3)" in out and "matches: none of the fp16 -> fp32" in out
 
 
+def test_probe_a_library_gemm_without_c(capsys):
+    status, out, _ = run(capsys, "probe", "--against", "probe_kernels:scaled_mm_e4m3_e5m2",
+                         "--fmt", "e4m3,e5m2", "--shape", "gemm")
+    assert status == 0
+    assert "fpsim probe: e4m3 x e5m2 -> fp32" in out
+    assert "padded with zeros to multiples of 16" in out
+    assert "schedule: split_k=1, split_grain=None, promote_every=128" in out
+    assert "c_joins=none (fn takes no C)" in out and "matches: h100, h200" in out
+    status, _, err = run(capsys, "probe", "--against", "probe_kernels:scaled_mm_e4m3_e5m2",
+                         "--fmt", "e4m3,e5m2")
+    assert status == 2 and "one format, or two (A's,B's) with --shape gemm" in err
+
+
 def test_probe_is_listed_in_the_help(capsys):
     status, out, _ = run(capsys, "--help")
     assert status == 0 and "probe" in out and "accumulator parameters" in out
