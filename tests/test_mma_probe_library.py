@@ -42,6 +42,9 @@ CASES = [
      dict(split_k=2, split_grain=8), "a100"),
     ("triton e4m3", mma.triton("h100", "e4m3"), "e4m3", "fp32", dict(promote_every=None),
      "h100"),
+    ("cutlass e4m3 serial split -> fp16", mma.cutlass("h100", "e4m3", "fp16", split_k=2,
+                                                       split_reduction="serial"),
+     "e4m3", "fp16", dict(split_k=2, promote_every=128, split_merge="inplace"), "h100"),
 ]
 
 

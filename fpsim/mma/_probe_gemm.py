@@ -333,13 +333,17 @@ def probe_library(fn: Callable[..., Any], fa: Format, fb: Format, fout: Format,
                 fits = s.promote_every == _WINDOW or (not seen and s.promote_every is None)
                 if P is not None and not fits:
                     continue
-                for joins in (("epilogue", "accumulator") if with_c else ("epilogue",)):
-                    for epi in (("compute", "output") if fout.name != "fp32" else ("compute",)):
-                        for rnd in (("rne", "rtz") if fout.name != "fp32" else ("rne",)):
-                            variants.append(dict(names=unit_names, model=model, schedule=s.replace(
-                                block_k=bk if bk != k else None,
-                                promote_every=P if P is not None else s.promote_every,
-                                c_joins=joins, epilogue=epi, output_rounding=rnd)))
+                narrow = fout.name != "fp32"  # only a narrower output tells these apart
+                for joins, epi, rnd, merge in itertools.product(
+                        ("epilogue", "accumulator") if with_c else ("epilogue",),
+                        ("compute", "output") if narrow else ("compute",),
+                        ("rne", "rtz") if narrow else ("rne",),
+                        ("compute", "output", "inplace") if narrow and s.split_k > 1
+                        else ("compute",)):
+                    variants.append(dict(names=unit_names, model=model, schedule=s.replace(
+                        block_k=bk if bk != k else None,
+                        promote_every=P if P is not None else s.promote_every,
+                        c_joins=joins, epilogue=epi, output_rounding=rnd, split_merge=merge)))
     tests = []
     # The shapes of the separation calls (a library may choose its kernel by shape), a
     # short one first: most candidates fail there at little cost.
