@@ -32,18 +32,24 @@ from typing import Any
 
 import numpy as np
 
+from .. import _threads
 from .. import array as _array
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
+from . import _tile
 from ._inputs import _values, codes_formats
 from .model import MMAModel
 from .schedule import Schedule
 
 __all__ = ["LibraryGEMM", "run", "epilogue_numbers"]
 
-# Operand codes of one tile: (M×N pairs) × K elements for each of a and b.
+# Operand codes of one tile of the row model: (M×N pairs) × K elements for each
+# of a and b.
 _TILE_ELEMENTS = 1 << 22
+# Outputs of one tile of the tile path: its work arrays hold outputs × k
+# elements (float64 and int32), which stay in cache at 64 x 64 x 16.
+_TILE_OUTPUTS = 4096
 
 Convert = Callable[[np.ndarray, Format, Format], np.ndarray]
 
@@ -77,7 +83,7 @@ def check_schedule(model: MMAModel, schedule: Schedule, K: int) -> list[tuple[in
 def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: Format, *,
         c: np.ndarray | None = None, alpha: float = 1.0, beta: float = 0.0,
         scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None,
-        convert: Convert | None = None) -> np.ndarray:
+        convert: Convert | None = None, workers: int | None = None) -> np.ndarray:
     """``D = epilogue(schedule(A @ B), C)`` as codes of ``out`` (M×N).
 
     ``a``: M×K codes of the model's input format; ``b``: K×N codes of its
@@ -104,43 +110,111 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     if convert is None:
         final = Context(rounding=schedule.output_rounding)
         convert = lambda x, s, d: x if s == d else _array.convert(x, s, d, final)  # noqa: E731
-    fa, fb = model.input_format, model.input_b_format
-    acc = np.zeros(m * n, _array.code_dtype(cfmt))
-    start_c = c.reshape(-1) if c is not None and schedule.c_joins == "accumulator" else None
+    start_c = c if c is not None and schedule.c_joins == "accumulator" else None
+    acc = np.zeros((m, n), _array.code_dtype(cfmt))
     if m * n:
-        rows = np.arange(m * n)
-        tile = max(1, _TILE_ELEMENTS // max(K, 1))
-        bt = np.ascontiguousarray(b.T)  # (N, K): column n of b as a row
-        for lo in range(0, m * n, tile):
-            pairs = rows[lo:lo + tile]
-            init = None if start_c is None else start_c[pairs]
-            acc[lo:lo + tile] = _accumulate(unit, schedule, slices, a[pairs // n],
-                                            bt[pairs % n], (fa, fb), ufmt, cfmt, out, init,
-                                            step, convert)
-    acc = acc.reshape(m, n)
+        plan = _Plan(unit, a, b, start_c, out)
+        pieces = plan.tiles()
+
+        def piece(t: tuple[int, int, int, int]) -> np.ndarray:
+            m0, m1, n0, n1 = t
+            init = None if start_c is None else start_c[m0:m1, n0:n1].reshape(-1)
+            return _accumulate(plan.chain(m0, m1, n0, n1), (m1 - m0) * (n1 - n0), schedule,
+                               slices, ufmt, cfmt, out, init, step, convert)
+
+        threads = _threads.thread_count(workers, m * n * K, len(pieces))
+        for (m0, m1, n0, n1), d in zip(pieces, _threads.run_pieces(piece, pieces, threads)):
+            acc[m0:m1, n0:n1] = d.reshape(m1 - m0, n1 - n0)
     acc = _scale(acc, cfmt, scale_a, scale_b, step)
     return _epilogue(acc, cfmt, out, schedule, c if schedule.c_joins == "epilogue" else None,
                      alpha, beta, step, convert)
 
 
-def _accumulate(unit: MMAModel, s: Schedule, slices: list[tuple[int, int]], A: np.ndarray,
-                B: np.ndarray, fmts: tuple[Format, Format], ufmt: Format, cfmt: Format,
-                out: Format, init: np.ndarray | None, step: Context,
-                convert: Convert) -> np.ndarray:
-    """Steps 1-6 of the schedule on rows of ``A`` and ``B`` (rows × K):
-    codes of ``cfmt``, one per row.  ``init``: codes of ``out`` the
-    accumulation starts from (C joining the accumulator), or None."""
-    rows = A.shape[0]
+#: Set False to run every GEMM on the row model (the tests compare the two).
+TILE_PATH = True
 
-    def chain(lo: int, hi: int, c: np.ndarray | None, cf: Format) -> np.ndarray:
+
+class _Plan:
+    """How the output tiles of one GEMM are computed: the tile path
+    (:mod:`fpsim.mma._tile`) where it applies and every input is finite,
+    else the row model on gathered rows (at most :data:`_TILE_ELEMENTS`
+    operand elements a tile)."""
+
+    def __init__(self, unit: MMAModel, a: np.ndarray, b: np.ndarray, c: np.ndarray | None,
+                 out: Format) -> None:
+        self.unit, self.a, self.b = unit, a, b
+        self.fmts = (unit.input_format, unit.input_b_format)
+        m, K = a.shape
+        n = b.shape[1]
+        self.m, self.n, self.K = m, n, K
+        self.fast = False
+        if TILE_PATH and _tile.applies(unit):
+            A = _array.decode(a, self.fmts[0])
+            B = _array.decode(np.ascontiguousarray(b.T), self.fmts[1])
+            finite = np.isfinite(A).all() and np.isfinite(B).all()
+            if c is not None:
+                finite = finite and bool(np.isfinite(_array.decode(c, out)).all())
+            if finite:
+                self.fast = True
+                self.A, self.B = A, B
+                self.EA = _tile.exponents(A, self.fmts[0].emin)
+                self.EB = _tile.exponents(B, self.fmts[1].emin)
+        if not self.fast:
+            self.bt = np.ascontiguousarray(b.T)  # (N, K): column n of b as a row
+
+    def tiles(self) -> list[tuple[int, int, int, int]]:
+        m, n, K = self.m, self.n, self.K
+        if self.fast:  # square-ish tiles of about _TILE_OUTPUTS outputs
+            side = max(1, int(np.sqrt(_TILE_OUTPUTS)))
+            tm, tn = min(m, side), min(n, max(side, _TILE_OUTPUTS // max(min(m, side), 1)))
+        else:  # whole rows of outputs, as many as fit the operand budget
+            per = max(1, _TILE_ELEMENTS // max(K, 1))
+            tm, tn = max(1, min(m, per // n)), min(n, per)
+        return [(m0, min(m, m0 + tm), n0, min(n, n0 + tn))
+                for m0 in range(0, m, tm) for n0 in range(0, n, tn)]
+
+    def chain(self, m0: int, m1: int, n0: int, n1: int) -> Callable[..., np.ndarray]:
+        """``chain(lo, hi, c)``: the unit chained over products lo:hi of the
+        tile's outputs from ``c`` (codes of the unit's output format, one
+        per output in row-major order, or None for +0): codes."""
+        unit = self.unit
+        ufmt = unit.output_format
+        dt = _array.code_dtype(ufmt)
+        rows = (m1 - m0) * (n1 - n0)
+        if self.fast:
+            def fast(lo: int, hi: int, c: np.ndarray | None) -> np.ndarray:
+                cv = None if c is None else _array.decode(c, ufmt).reshape(m1 - m0, n1 - n0)
+                return _tile.chain_tile(unit, self.A[m0:m1, lo:hi], self.EA[m0:m1, lo:hi],
+                                        self.B[n0:n1, lo:hi], self.EB[n0:n1, lo:hi],
+                                        cv).reshape(-1).astype(dt, copy=False)
+            return fast
+        pairs = np.arange(m0, m1)[:, None] * self.n + np.arange(n0, n1)[None, :]
+        pairs = pairs.reshape(-1)
+        A = self.a[pairs // self.n]
+        B = self.bt[pairs % self.n]
+
+        def rows_model(lo: int, hi: int, c: np.ndarray | None) -> np.ndarray:
+            d = unit(A[:, lo:hi], B[:, lo:hi], c, fmt=self.fmts, chain=True)
+            return d.view(dt).reshape(rows)
+        return rows_model
+
+
+def _accumulate(chain: Callable[..., np.ndarray], rows: int, s: Schedule,
+                slices: list[tuple[int, int]], ufmt: Format, cfmt: Format, out: Format,
+                init: np.ndarray | None, step: Context, convert: Convert) -> np.ndarray:
+    """Steps 1-6 of the schedule on ``rows`` outputs, the unit's chains
+    given by ``chain(lo, hi, c)``: codes of ``cfmt``, one per output.
+    ``init``: codes of ``out`` the accumulation starts from (C joining the
+    accumulator), or None."""
+
+    def run_chain(lo: int, hi: int, c: np.ndarray | None, cf: Format) -> np.ndarray:
         """The unit chained over products lo:hi from c (codes of cf, None: +0),
         as codes of the unit's output format."""
         if c is not None and cf != ufmt:
             c = _array.convert(c, cf, ufmt, step)
         if hi == lo:
-            return (np.zeros(rows, _array.code_dtype(ufmt)) if c is None else c)
-        d = unit(A[:, lo:hi], B[:, lo:hi], c, fmt=fmts, chain=True)
-        return d.view(_array.code_dtype(ufmt))
+            return np.zeros(rows, _array.code_dtype(ufmt)) if c is None else c
+        return chain(lo, hi, c)
 
     def to_compute(x: np.ndarray, src: Format) -> np.ndarray:
         return x if src == cfmt else _array.convert(x, src, cfmt, step)
@@ -149,11 +223,11 @@ def _accumulate(unit: MMAModel, s: Schedule, slices: list[tuple[int, int]], A: n
     total = None
     for lo, hi in slices:
         if s.promote_every is None:
-            part = to_compute(chain(lo, hi, start, cfmt), ufmt)
+            part = to_compute(run_chain(lo, hi, start, cfmt), ufmt)
         else:
             part = np.zeros(rows, _array.code_dtype(cfmt)) if start is None else start
             for g0, g1 in s.groups(lo, hi):
-                part = _array.add(part, to_compute(chain(g0, g1, None, ufmt), ufmt), step,
+                part = _array.add(part, to_compute(run_chain(g0, g1, None, ufmt), ufmt), step,
                                   fmt=cfmt)
         start = None
         if len(slices) == 1:
