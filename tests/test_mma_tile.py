@@ -120,3 +120,20 @@ def test_inputs_that_are_not_finite_take_the_row_model():
     assert np.array_equal(fast.view(np.uint32), rows.view(np.uint32))
     assert np.isinf(fast[0]).all() and np.isnan(fast[1]).all()
     assert np.isinf(fast[2, 0]) and np.isnan(fast[2, 1])
+
+
+@pytest.mark.parametrize("bits", [None, 13, 10])
+def test_the_fp32_truncation_fast_path_equals_the_kernel(bits):
+    from fpsim.mma import _finish
+
+    rng = np.random.default_rng(bits or 0)
+    e = rng.integers(-160, 140, 200_000)
+    v = rng.uniform(1, 2, e.size) * np.exp2(e.astype(np.float64)) * rng.choice([-1, 1], e.size)
+    edges = [2.0**-126, -2.0**-126, np.nextafter(2.0**-126, 0), 2.0**128, -2.0**128,
+             np.nextafter(2.0**128, 0), 0.0, -0.0, 2.0**-149, 3.0 * 2.0**-150]
+    v = np.concatenate([v, edges])
+    fast = _finish.round_to_output(v, mma.preset("h100", "e4m3").output_format, "rtz", bits,
+                                   True)
+    kernel = _finish._round_kernel(v, mma.preset("h100", "e4m3").output_format, "rtz", bits,
+                                   True)
+    assert np.array_equal(fast, kernel)

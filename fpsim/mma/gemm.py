@@ -149,8 +149,8 @@ class _Plan:
         self.m, self.n, self.K = m, n, K
         self.fast = False
         if TILE_PATH and _tile.applies(unit):
-            A = _array.decode(a, self.fmts[0])
-            B = _array.decode(np.ascontiguousarray(b.T), self.fmts[1])
+            A = _array.decode(np.ascontiguousarray(a.T), self.fmts[0])  # (K, M)
+            B = _array.decode(b, self.fmts[1])  # (K, N)
             finite = np.isfinite(A).all() and np.isfinite(B).all()
             if c is not None:
                 finite = finite and bool(np.isfinite(_array.decode(c, out)).all())
@@ -184,8 +184,8 @@ class _Plan:
         if self.fast:
             def fast(lo: int, hi: int, c: np.ndarray | None) -> np.ndarray:
                 cv = None if c is None else _array.decode(c, ufmt).reshape(m1 - m0, n1 - n0)
-                return _tile.chain_tile(unit, self.A[m0:m1, lo:hi], self.EA[m0:m1, lo:hi],
-                                        self.B[n0:n1, lo:hi], self.EB[n0:n1, lo:hi],
+                return _tile.chain_tile(unit, self.A[lo:hi, m0:m1], self.EA[lo:hi, m0:m1],
+                                        self.B[lo:hi, n0:n1], self.EB[lo:hi, n0:n1],
                                         cv).reshape(-1).astype(dt, copy=False)
             return fast
         pairs = np.arange(m0, m1)[:, None] * self.n + np.arange(n0, n1)[None, :]
