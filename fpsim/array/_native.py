@@ -110,6 +110,24 @@ def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
     return codes, flags, done
 
 
+def truncate_fp32(v: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Round toward zero to ``bits`` (at most 23) fraction bits in FP32's
+    exponent range (FP32 itself at 23; a matrix unit's narrower result, such
+    as Hopper FP8's 13 bits, below): FP32 codes (uint32) and which lanes are
+    done.  For a normal float64 ``v`` in FP32's normal range, clearing the
+    float64 fraction's low ``52 - bits`` bits is that rounding, and the
+    result is exact in float32, so the cast is exact whatever the unit's
+    rounding mode.  Zeros, subnormal and overflowing results, infinities and
+    NaNs are not done (the kernel's).  No flags: the callers (matrix units)
+    raise none."""
+    mag = np.abs(v)
+    done = (mag >= _MIN_NORMAL) & (mag < 2.0 ** (FP32.emax + 1))  # NaN compares false
+    cut = U64(~((1 << (52 - bits)) - 1) & 0xFFFFFFFFFFFFFFFF)
+    with np.errstate(over="ignore", invalid="ignore"):  # (lanes not done)
+        codes = (v.view(U64) & cut).view(np.float64).astype(np.float32).view(np.uint32)
+    return codes, done
+
+
 # -- sequential FP32 sums ----------------------------------------------------------------------
 #
 # ``a + b`` of two FP32 values in round-to-nearest-even: the machine's float32

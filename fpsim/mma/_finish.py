@@ -23,6 +23,7 @@ import functools
 import numpy as np
 
 from .. import array as _array
+from ..array import _native
 from ..context import Context
 from ..formats import FP32, Format
 from ..rounding import OVERFLOW, nan_code
@@ -40,39 +41,23 @@ def narrow_format(out: Format, result_bits: int | None) -> Format:
                                mantissa_bits=result_bits, aliases=())
 
 
-_F64_FRACTION = 52
-
-
-def _truncate_fp32(value: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Round toward zero to ``bits`` fraction bits, where ``value`` is in
-    FP32's normal range: clearing the float64 fraction's low bits is that
-    rounding, and the result is exact in float32.  Returns the FP32 codes
-    and the mask of the elements it decided (the others: zero, FP32
-    subnormal, overflow, are the kernel's)."""
-    mag = np.abs(value)
-    done = (mag >= 2.0 ** FP32.emin) & (mag < 2.0 ** (FP32.emax + 1))
-    raw = value.view(np.uint64) & np.uint64(~((1 << (_F64_FRACTION - bits)) - 1)
-                                            & 0xFFFFFFFFFFFFFFFF)
-    with np.errstate(over="ignore"):  # (out-of-range elements are not decided here)
-        codes = raw.view(np.float64).astype(np.float32).view(np.uint32).astype(np.uint64)
-    return codes, done
-
-
 def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int | None,
                     output_subnormals: bool) -> np.ndarray:
     """Round float64 ``value`` (each exactly the unit's unrounded result) to
     codes of ``out``.
 
     Round toward zero into FP32 (NVIDIA's FP32 output, Hopper's 13-bit FP8
-    results included) is a mask of the float64 bits for the values in
-    FP32's normal range (``tests/test_mma_tile.py`` proves it equal to the
-    kernel); the rest go through the kernel."""
+    results included) takes the kernel's machine fast path for the values
+    in FP32's normal range (:func:`fpsim.array._native.truncate_fp32`,
+    which ``tests/test_mma_tile.py`` proves equal to the kernel's general
+    path), whatever the call's size: the block of a chain is small, and the
+    general entry's per-call setup would cost more than the rounding."""
     if mode == "rtz" and out == FP32 and value.ndim == 1 and value.size:
-        codes, done = _truncate_fp32(value, result_bits or FP32.mantissa_bits)
-        if done.all():
-            return codes
-        rest = ~done
-        codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
+        codes32, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
+        codes = codes32.astype(np.uint64)
+        if not done.all():
+            rest = ~done
+            codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
         return codes
     return _round_kernel(value, out, mode, result_bits, output_subnormals)
 

@@ -44,8 +44,8 @@ from ._probe_findings import Finding
 from ._probe_io import ProbeError, show, to_dtype
 from .gemm import LibraryGEMM
 from .model import MMAModel
-from .presets import GPUS, MIXED, TABLE
 from .presets import preset as _preset
+from .presets import presets as _presets
 from .schedule import Schedule
 
 __all__ = ["probe_library", "GemmCaller", "WIDTHS"]
@@ -158,20 +158,18 @@ def _units(fa: Format, fb: Format, fout: Format) -> list[tuple[list[str], MMAMod
     library accumulates in FP32) and, for a 16-bit output, that output
     too; presets with the same parameters are one candidate, named by all
     their GPUs."""
-    pair = (fa.name, fb.name)
     found: dict[Any, tuple[list[str], MMAModel]] = {}
-    for gpu, (arch, lacks) in GPUS.items():
-        for a, i, o, _k, _p in TABLE:
-            if a != arch or (i, o) in lacks or i != fa.name or o not in ("fp32", fout.name):
-                continue
-            if fa != fb and pair not in MIXED.get(arch, ()):
-                continue
-            model = _preset(gpu, pair if fa != fb else i, o)
-            key = model.params
-            if key in found:
-                found[key][0].append(gpu)
-            else:
-                found[key] = ([gpu], model)
+    for gpu, i, o in _presets():
+        if i != fa.name or o not in ("fp32", fout.name):
+            continue
+        try:
+            model = _preset(gpu, (fa.name, fb.name), o)
+        except ValueError:  # no mixed instruction of these formats on this GPU
+            continue
+        if model.params in found:
+            found[model.params][0].append(gpu)
+        else:
+            found[model.params] = ([gpu], model)
     return list(found.values())
 
 

@@ -69,15 +69,17 @@ def block_model(model: MMAModel, schedule: Schedule) -> MMAModel:
     return MMAModel(p.replace(k=bk, issue_k=None), name=model.name)
 
 
-def check_schedule(model: MMAModel, schedule: Schedule, K: int) -> list[tuple[int, int]]:
-    """The slices of K, after checking that the schedule applies to the
-    model (one-line ``ValueError`` naming what is accepted where not)."""
+def check_schedule(model: MMAModel, schedule: Schedule,
+                   K: int) -> tuple[MMAModel, list[tuple[int, int]]]:
+    """The instruction as the schedule issues it (:func:`block_model`) and
+    the slices of K, after checking that the schedule applies to the model
+    (one-line ``ValueError`` naming what is accepted where not)."""
     unit = block_model(model, schedule)
     P = schedule.promote_every
     if P is not None and P % unit.k:
         raise ValueError(f"promote_every={P} is not a multiple of the instruction's k={unit.k} "
                          f"({model!r}); accepted: multiples of {unit.k}")
-    return schedule.slices(K) if K else [(0, 0)]
+    return unit, schedule.slices(K) if K else [(0, 0)]
 
 
 def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: Format, *,
@@ -91,19 +93,20 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     ``scale_b``: float64 arrays broadcastable to (M, 1) and (1, N), or None;
     ``convert(codes, src, dst)`` does the conversion into ``out`` (default:
     :func:`fpsim.array.convert` rounded by the schedule's
-    ``output_rounding``).  Checked by the callers: shapes, formats,
-    finiteness of ``alpha``, ``beta`` and the scales.
+    ``output_rounding``); ``workers``: threads for the tiles, as
+    :func:`fpsim.ops.matmul` takes them (the bits never depend on it).
+    Checked by the callers: shapes, formats, finiteness of ``alpha``,
+    ``beta`` and the scales.
     """
     m, K = a.shape
     n = b.shape[1]
-    slices = check_schedule(model, schedule, K)
+    unit, slices = check_schedule(model, schedule, K)
     joins = c is not None and beta != 0 and schedule.c_joins == "accumulator"
     if joins and (beta, alpha) != (1, 1):
         raise ValueError("C joins the accumulator in this schedule: alpha and beta must be 1")
     if alpha != 1 and schedule.split_merge == "inplace" and len(slices) > 1:
         raise ValueError("alpha with split_merge='inplace' (applied per slice by CUTLASS's serial "
                          "split-K) is not modelled; accepted: alpha=1")
-    unit = block_model(model, schedule)
     ufmt = model.output_format
     cfmt = ufmt if schedule.compute is None else _lookup(schedule.compute)
     step = Context(rounding=schedule.rounding)
@@ -165,8 +168,8 @@ class _Plan:
     def tiles(self) -> list[tuple[int, int, int, int]]:
         m, n, K = self.m, self.n, self.K
         if self.fast:  # square-ish tiles of about _TILE_OUTPUTS outputs
-            side = max(1, int(np.sqrt(_TILE_OUTPUTS)))
-            tm, tn = min(m, side), min(n, max(side, _TILE_OUTPUTS // max(min(m, side), 1)))
+            tm = min(m, max(1, int(np.sqrt(_TILE_OUTPUTS))))
+            tn = min(n, max(1, _TILE_OUTPUTS // tm))
         else:  # whole rows of outputs, as many as fit the operand budget
             per = max(1, _TILE_ELEMENTS // max(K, 1))
             tm, tn = max(1, min(m, per // n)), min(n, per)
@@ -334,9 +337,7 @@ class LibraryGEMM:
         fout = _lookup(out)
         if fout.name not in ("fp32", "fp16", "bf16"):
             raise ValueError(f"out={fout.name}; accepted: fp32, fp16, bf16")
-        block_model(model, schedule)  # a block_k the unit cannot issue fails here
-        if schedule.promote_every is not None:
-            check_schedule(model, schedule, 0)
+        check_schedule(model, schedule, 0)  # a block_k or promotion the unit cannot take
         self.model, self.schedule, self.out, self.name = model, schedule, fout, name
 
     def __repr__(self) -> str:

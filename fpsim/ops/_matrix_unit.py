@@ -50,7 +50,8 @@ def schedule_of(op: str, schedule: Any, split_k: Any, promote_every: Any,
 def matrix_unit_gemm(op: str, model: MMAModel, a: Operand, b: Operand, a2: np.ndarray,
                      b2: np.ndarray, shape: tuple[int, ...], out: Any, steps: Any,
                      schedule: Schedule | None = None, c: Any = None, alpha: Any = 1.0,
-                     beta: Any = None, **defaults_only: Any) -> np.ndarray:
+                     beta: Any = None, workers: int | None = None,
+                     **defaults_only: Any) -> np.ndarray:
     """The body of matmul/dot on ``model`` (see the module's docstring):
     ``a2`` M×K and ``b2`` K×N codes of the model's input formats."""
     for name, value in defaults_only.items():
@@ -78,7 +79,7 @@ def matrix_unit_gemm(op: str, model: MMAModel, a: Operand, b: Operand, a2: np.nd
     try:
         alpha_v, beta_v = epilogue_numbers(alpha, beta, c is not None)
         d = run(model, schedule, a2, b2, out_fmt, c=c_codes, alpha=alpha_v, beta=beta_v,
-                convert=steps.convert)
+                convert=steps.convert, workers=workers)
     except ValueError as e:
         raise ValueError(f"{op}(): {e}") from None
     return deliver(d.reshape(shape), out_fmt, a.typed)

@@ -300,7 +300,7 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
         schedule = schedule_of(op, unit.pop("schedule", None), unit.pop("split_k", None),
                                promote_every, promote_to)
         return matrix_unit_gemm(op, accumulate, a, b, a2, b2, shape, out, steps,
-                                schedule=schedule, **unit, compute=compute,
+                                schedule=schedule, workers=workers, **unit, compute=compute,
                                 order=None if order == "sequential" else order)
     for name, value in unit.items():
         if value is not None and not (name == "alpha" and value == 1):
