@@ -128,6 +128,29 @@ def truncate_fp32(v: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return codes, done
 
 
+def nearest_even_bits(v: np.ndarray, fmt: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Round to nearest even into a binary format ``fmt`` narrower than
+    float64 whose values ``dtype`` holds (FP16, BF16): values of ``dtype``
+    and which lanes are done.  For a normal float64 ``v`` whose magnitude lies in
+    ``fmt``'s normal range, adding ``2**(d-1) - 1`` plus the kept last bit to
+    the float64 bit pattern and clearing its low ``d = 52 - mantissa_bits``
+    bits is round-to-nearest-even to ``fmt``'s precision (a carry out of the
+    fraction steps the exponent, as it should); the result is then exact in
+    ``fmt``, so the cast is exact whatever the unit's rounding mode.  Zeros,
+    subnormal and overflowing results, infinities and NaNs are not done (the
+    kernel's).  No flags: the callers (matrix units) raise none."""
+    drop = 52 - fmt.mantissa_bits
+    mag = np.abs(v)
+    bits = mag.view(U64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bits = (bits + (U64((1 << (drop - 1)) - 1) + ((bits >> U64(drop)) & U64(1)))) & U64(
+            ~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
+        r = bits.view(np.float64)
+        done = (mag >= float(fmt.min_normal)) & (r <= float(fmt.max))  # NaN compares false
+        out = np.copysign(r, v).astype(dtype)
+    return out, done
+
+
 # -- sequential FP32 sums ----------------------------------------------------------------------
 #
 # ``a + b`` of two FP32 values in round-to-nearest-even: the machine's float32

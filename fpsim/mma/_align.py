@@ -1,8 +1,10 @@
 """The unit's own fixed-point arithmetic: aligning significands to a common
 exponent, dropping the bits below the grid, and adding two partial sums.
 
-Everything here is exact integer arithmetic on numpy int64 arrays, one row
-per instruction.  Why int64 is wide enough (and why the sums are exact as
+Everything here is exact arithmetic, one row per instruction: integer
+arithmetic on numpy int64 arrays where terms are shifted, exact float64
+values (integers below 2**53 on their grid) where two partial sums are
+added.  Why int64 is wide enough (and why the sums are exact as
 float64 too): a product significand held with 23 fraction bits is below
 2**25 (a product of two significands in [1, 2) is below 4); with
 ``extra_bits <= 8`` and a sticky bit a term is below 2**34; a group of at
@@ -59,51 +61,39 @@ def align_terms(sig: np.ndarray, exp: np.ndarray, negative: np.ndarray, extra_bi
     return big, total
 
 
-def round_shift(value: np.ndarray, shift: np.ndarray, mode: str) -> np.ndarray:
-    """``value / 2**shift`` (signed int64) rounded to an integer by
-    ``mode`` (``rtz`` truncates the magnitude; ``rdn``, ``rup``, ``rne``)."""
-    negative = value < 0
-    mag = np.abs(value)
-    kept, lost = shift_right(mag, shift)
-    if mode == "rdn":
-        kept = kept + (lost & negative)
-    elif mode == "rup":
-        kept = kept + (lost & ~negative)
-    elif mode == "rne":
-        s = np.minimum(shift, 63)
-        rem = np.where(shift >= 63, mag, mag & ((np.int64(1) << s) - 1))
-        half = np.where((shift >= 1) & (shift <= 63), np.int64(1) << np.maximum(s - 1, 0), 0)
-        above = np.where(shift > 63, False, (rem > half) | ((rem == half) & (kept & 1 == 1)))
-        kept = kept + (lost & (shift >= 1) & above)
-    return np.where(negative, -kept, kept)
+_ROUND = {"rtz": np.trunc, "rdn": np.floor, "rup": np.ceil, "rne": np.rint}
 
-
-# Two partial sums further apart than this are not aligned at all (the
-# smaller is then a sum of zero products or a zero c, so nothing is lost):
-# the published model's rule, kept so that absent exponents behave as there.
-_FAR = 532
-
-
-def add_two(e1: np.ndarray, s1: np.ndarray, e2: np.ndarray, s2: np.ndarray, frac: np.ndarray,
+def add_two(e1: np.ndarray, x1: np.ndarray, e2: np.ndarray, x2: np.ndarray, frac: np.ndarray,
             mode: str, grow1: int, grow2: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Add two unnormalized partial sums ``s × 2**(e - frac)``.
+    """Add two unnormalized partial sums, each an exact float64 value ``x``
+    on the grid ``2**(e - frac)`` of its exponent ``e`` (int64; ``ABSENT``
+    and ``x = 0`` where it has no terms).
 
-    The one with the smaller exponent is shifted right to the larger one's
-    by ``mode``.  Before that, both gain ``grow1`` bits when the first is the
-    smaller, ``grow2`` when the second is.  Returns ``(E, S, frac)`` with the
-    sum ``S × 2**(E - frac)``.  A first operand with ``e1 == ABSENT`` (no
-    products at all) is not aligned: the result is the second operand.
+    The one with the smaller exponent is cut to the larger one's grid by
+    ``mode`` (``rtz`` truncates the magnitude; ``rdn``, ``rup``, ``rne``).
+    Before that, both gain ``grow1`` bits (the grid becomes finer by that
+    much) when the first is the smaller, ``grow2`` when the second is.
+    Returns ``(E, x, frac)``: the sum ``x`` (exact float64) on the grid
+    ``2**(E - frac)``.  A first operand with ``e1 == ABSENT`` (no products
+    at all) is not aligned: the result is the second operand.  (The
+    published model does not align two partial sums more than 532 binades
+    apart; the smaller is then a zero, which aligning leaves zero.)
+
+    Exact: on its grid each operand, and the sum, is an integer below 2**53
+    (the module's note), so the scalings by powers of two (far inside
+    float64's range), the rounding to an integer (``trunc``, ``floor``,
+    ``ceil``, ``rint``) and the sum are all exact float64 operations.
     """
-    absent = e1 == ABSENT
+    d = e1 - e2
+    first_small = (d < 0) & (e1 != ABSENT)
     big = np.maximum(e1, e2)
-    shift = np.abs(e1 - e2)
-    shift = np.where(shift > _FAR, 0, shift)
-    first_small = (e1 < big) & ~absent
-    second_small = (e2 < big) & ~first_small & ~absent
-    g = np.where(first_small, grow1, np.where(second_small, grow2, 0)).astype(I64)
-    a = s1 << g
-    b = s2 << g
-    a = np.where(first_small, round_shift(a, shift, mode), a)
-    b = np.where(second_small, round_shift(b, shift, mode), b)
-    total = np.where(absent, s2, a + b)
-    return np.where(absent, e2, big), total, np.where(absent, frac, frac + g)
+    if grow1 or grow2:
+        g = first_small * np.int64(grow1)
+        if grow2:
+            g += ((d > 0) & (e1 != ABSENT)) * np.int64(grow2)
+        frac = frac + g
+    grid = big - frac
+    small = np.where(first_small, x1, x2)
+    large = np.where(first_small, x2, x1)
+    total = large + np.ldexp(_ROUND[mode](np.ldexp(small, -grid)), grid)
+    return big, total, np.broadcast_to(frac, big.shape)

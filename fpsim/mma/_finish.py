@@ -26,6 +26,7 @@ from .. import array as _array
 from ..array import _native
 from ..context import Context
 from ..formats import FP32, Format
+from ..modes import Rounding
 from ..rounding import OVERFLOW, nan_code
 
 __all__ = ["round_to_output", "narrow_format"]
@@ -46,20 +47,34 @@ def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int 
     """Round float64 ``value`` (each exactly the unit's unrounded result) to
     codes of ``out``.
 
-    Round toward zero into FP32 (NVIDIA's FP32 output, Hopper's 13-bit FP8
-    results included) takes the kernel's machine fast path for the values
-    in FP32's normal range (:func:`fpsim.array._native.truncate_fp32`,
-    which ``tests/test_mma_tile.py`` proves equal to the kernel's general
-    path), whatever the call's size: the block of a chain is small, and the
-    general entry's per-call setup would cost more than the rounding."""
-    if mode == "rtz" and out == FP32 and value.ndim == 1 and value.size:
+    The lanes in the output's normal range take the kernel's machine fast
+    paths, whatever the call's size (the block of a chain is small, and the
+    general entry's per-call setup would cost more than the rounding):
+    toward zero into FP32 to any ``result_bits`` (NVIDIA's FP32 output,
+    Hopper's 13-bit FP8 results included) by
+    :func:`fpsim.array._native.truncate_fp32`; the other modes into FP32
+    (AMD's nearest even) by :func:`fpsim.array._native.round_fp32`; nearest
+    even into FP16 and BF16 by :func:`fpsim.array._native.nearest_even_bits`.
+    Each is proven equal to the kernel's general path by
+    ``tests/test_mma_tile.py``; the other lanes take that path."""
+    whole = result_bits in (None, out.mantissa_bits)
+    if value.ndim != 1 or not value.size:
+        return _round_kernel(value, out, mode, result_bits, output_subnormals)
+    if out == FP32 and mode == "rtz":
         codes32, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
         codes = codes32.astype(np.uint64)
-        if not done.all():
-            rest = ~done
-            codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
-        return codes
-    return _round_kernel(value, out, mode, result_bits, output_subnormals)
+    elif out == FP32 and whole and _native.usable((Rounding(mode),)):
+        codes32, _, done = _native.round_fp32(value, None, Rounding(mode))
+        codes = codes32.astype(np.uint64)
+    elif mode == "rne" and whole and out.width < 32 and _array.value_dtype(out) is not None:
+        rounded, done = _native.nearest_even_bits(value, out, _array.value_dtype(out))
+        codes = _array.engine.raw_codes(rounded, out).astype(np.uint64)
+    else:
+        return _round_kernel(value, out, mode, result_bits, output_subnormals)
+    if not done.all():
+        rest = ~done
+        codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
+    return codes
 
 
 def _round_kernel(value: np.ndarray, out: Format, mode: str, result_bits: int | None,

@@ -1,33 +1,43 @@
 """The instruction chained over a whole tile of outputs at once: the fast path
-of :mod:`fpsim.mma.gemm` for ``"aligned"`` accumulation with ``c`` joining
-first (every NVIDIA preset), proven equal to the row model
-(:class:`~fpsim.mma.MMAModel`, ``chain=True``) by
-``tests/test_mma_tile.py``.
+of :mod:`fpsim.mma.gemm` for every ``"aligned"``, ``"odd_even"`` and
+``"pairwise"`` unit without a sticky bit or renormalized products (every
+preset but CDNA1's ``"exact"``), proven equal to the row model
+(:class:`~fpsim.mma.MMAModel`, ``chain=True``) by ``tests/test_mma_tile.py``.
 
 For a tile of ``Mt`` rows of A and ``Nt`` columns of B and one block of
-``k`` products, everything is computed on ``(Mt, Nt, k)`` arrays with no
+``k`` products, everything is computed on ``(k, Mt, Nt)`` arrays with no
 gathered copy of any operand:
 
 * each operand's exponent ``max(floor(log2|x|), emin)`` once per tile, a
   zero operand given a far negative one; a product's exponent is the sum
-  ``ea[m, i] + eb[i, n]`` (the products are not renormalized), so the
-  block's largest exponent ``E[m, n]`` is a max of small integers;
+  ``ea[m, i] + eb[i, n]`` (the products are not renormalized), so a group's
+  largest exponent ``E[m, n]`` is a max of small integers;
 * each term ``p`` is cut to the grid ``2**(E - F)`` (``F = 23 +
   extra_bits``) as ``trunc(p · 2**(F - E))``: ``p`` is an exact float64
   (a product of two significands of at most 12 bits), the scaling by a
-  power of two is exact, and so is ``trunc``; ``c`` is cut the same way;
+  power of two is exact, and so is ``trunc``; ``c``, when it joins first,
+  is cut the same way;
 * the integers are summed in float64: each is below ``2**(F + 2) <=
   2**33``, a block of at most 257 of them below ``2**42``, so the sum is
   exact in any order (in float32 where the terms and their sums stay below
   ``2**24``: FP8 inputs with a 13-bit grid);
+* where ``c`` joins last (CDNA3), the two groups of ``"odd_even"`` and then
+  ``c`` are added by the row model's own two-operand alignment
+  (:func:`~fpsim.mma.model.join_late`) on one integer per output;
 * ``sum · 2**(E - F)`` is the unit's exact unrounded result, rounded once
   to the output format by :func:`fpsim.mma._finish.round_to_output` (the
-  rounding kernel), exactly as the row model does.
+  rounding kernel), exactly as the row model does;
+* ``"pairwise"`` (CDNA2) rounds the ``(k, Mt·Nt)`` products and adds them
+  by the row model's own tree (:func:`~fpsim.mma.model.pairwise_tree`).
 
-Where the tile path does not apply (``check``: another accumulation, a
-late join, normalized products, flushed subnormals, limited products; or
-an input or ``c`` that is not finite, whose NaN/infinity rules the row
-model decides over the whole row), the engine uses the row model.
+Flushed subnormal inputs are flushed once per GEMM (:func:`flush_inputs`);
+products at the output's overflow threshold (``products_limited``) are
+looked for only in blocks whose operands can reach it.
+
+Where the tile path does not apply (``applies``: ``"exact"``, a sticky
+bit, normalized products; or an input or ``c`` that is not finite, whose
+NaN/infinity rules the row model decides over the whole row), the engine
+uses the row model.
 """
 
 from __future__ import annotations
@@ -37,26 +47,38 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
-from ..formats import FP32
-from ._finish import round_to_output
-from .model import MMAModel
+from ..formats import FP32, Format
+from ._align import ABSENT, add_two
+from ._finish import round_to_output, special_codes
+from .model import MMAModel, join_late, pairwise_tree
 from .params import ALIGN_FRACTION_BITS
 
-__all__ = ["applies", "exponents", "chain_tile"]
+__all__ = ["applies", "exponents", "flush_inputs", "chain_tile"]
 
 # Exponent of a zero operand: with any other operand's exponent it stays far
 # below every real product's, so it is never the largest and its (zero)
 # product contributes nothing.
 _ZERO_EXP = -(1 << 14)
+# Below every real product's exponent (at least 2 * -149 - 2); a scale by
+# 2**(F - _FAR_BELOW) is still finite.
+_FAR_BELOW = -900
 _C_EMIN = FP32.emin
+I64 = np.int64
 
 
 def applies(model: MMAModel) -> bool:
     """Whether the tile path computes this unit."""
     p = model.params
-    return (p.accumulation == "aligned" and p.c_joins == "first" and not p.normalize_products
-            and not p.sticky_bit and p.input_subnormals and p.output_subnormals
-            and not p.products_limited)
+    return (p.accumulation in ("aligned", "odd_even", "pairwise") and not p.normalize_products
+            and not p.sticky_bit)
+
+
+def flush_inputs(values: np.ndarray, fmt: Format, model: MMAModel) -> np.ndarray:
+    """Operand values as the unit reads them: subnormals flushed to +0 where
+    the unit flushes its inputs (as the row model does block by block)."""
+    if model.params.input_subnormals:
+        return values
+    return np.where(np.abs(values) < 2.0 ** fmt.emin, 0.0, values)
 
 
 def exponents(values: np.ndarray, emin: int) -> np.ndarray:
@@ -72,13 +94,86 @@ def exponents(values: np.ndarray, emin: int) -> np.ndarray:
 def _work_dtype(model: MMAModel, k: int) -> np.dtype:
     """float32 where every scaled term and every block sum is exact in it
     (products of at most 24 significand bits, sums below 2**24: FP8 with a
-    13-bit grid), else float64."""
+    13-bit grid) and no product can reach a limit the unit checks, else
+    float64."""
     p = model.params
-    F = ALIGN_FRACTION_BITS + p.extra_bits
+    if p.accumulation == "pairwise" or p.products_limited:
+        return np.dtype(np.float64)
+    F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
     bits = model.input_format.precision + model.input_b_format.precision
     if bits <= 24 and F + 2 + (k + 1).bit_length() <= 24:
         return np.dtype(np.float32)
     return np.dtype(np.float64)
+
+
+class _Block:
+    """Work arrays of one tile, reused block after block."""
+
+    def __init__(self, model: MMAModel, A: np.ndarray, B: np.ndarray, mt: int,
+                 nt: int) -> None:
+        p = model.params
+        self.p, self.out = p, model.output_format
+        self.F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
+        width = min(p.k, max(A.shape[0], 1))
+        self.narrow = _work_dtype(model, p.k) == np.float32
+        self.A, self.B = A, B
+        self.A32 = A.astype(np.float32) if self.narrow else None
+        self.B32 = B.astype(np.float32) if self.narrow else None
+        self.esum = np.empty((width, mt, nt), np.int32)
+        self.prod: dict[Any, np.ndarray] = {}
+        self.shape = (mt, nt)
+        # the largest operand magnitude per product: a block whose bound stays
+        # below the output's overflow threshold needs no look for limited products
+        self.limit = 2.0 ** (self.out.emax + 1) if p.products_limited else None
+
+    def products(self, lo: int, hi: int, wt: Any) -> np.ndarray:
+        """The block's exact products as a ``(hi - lo, Mt, Nt)`` array of ``wt``."""
+        if wt not in self.prod:
+            self.prod[wt] = np.empty(self.esum.shape, wt)
+        P = self.prod[wt][:hi - lo]
+        if wt == np.float32:
+            np.multiply(self.A32[lo:hi, :, None], self.B32[lo:hi, None, :], out=P)
+        else:
+            np.multiply(self.A[lo:hi, :, None], self.B[lo:hi, None, :], out=P)
+        return P
+
+    def limited(self, lo: int, hi: int, P: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Outputs with a product at or beyond the output's overflow
+        threshold, and their codes (infinity, or NaN with both signs)."""
+        if self.limit is None or hi == lo:
+            return None
+        bound = float(np.abs(self.A[lo:hi]).max()) * float(np.abs(self.B[lo:hi]).max())
+        if bound < self.limit:
+            return None
+        over = np.abs(P) >= self.limit
+        pos = (over & (P > 0)).any(axis=0).reshape(-1)
+        neg = (over & (P < 0)).any(axis=0).reshape(-1)
+        rows = pos | neg
+        if not rows.any():
+            return None
+        return rows, special_codes(self.out, pos & neg, neg & ~pos)
+
+
+def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,
+              floor: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """One group of products aligned to its largest exponent: ``(E, x)``
+    with the group's sum ``x`` (exact float64) on the grid ``2**(E - F)``,
+    ``E`` (``ABSENT`` and ``x = 0`` where the group has no nonzero product),
+    both flat.  ``S``: the products' exponent sums.  ``P`` is overwritten."""
+    if not len(S):  # (the odd group of a one-product block)
+        size = int(np.prod(S.shape[1:]))
+        return np.full(size, ABSENT, I64), np.zeros(size)
+    E = np.maximum.reduce(S, axis=0).reshape(-1)
+    absent = E <= _ZERO_EXP // 2
+    if floor is not None:
+        np.maximum(E, floor, out=E, where=~absent)
+    # (absent: every product is zero, any finite scale leaves it zero)
+    scale = np.ldexp(1.0, F - np.maximum(E, _FAR_BELOW)).astype(P.dtype, copy=False)
+    T = P.reshape(len(P), E.size)
+    np.multiply(T, scale, out=T)
+    np.trunc(T, out=T)
+    E = np.where(absent, ABSENT, E)
+    return E, np.ldexp(np.add.reduce(T, axis=0, dtype=np.float64), E - F)
 
 
 def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
@@ -86,68 +181,120 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
     """The unit chained along K over every (row of ``A``, column of ``B``)
     pair: codes of the unit's output format, shape ``(Mt, Nt)``.
 
-    ``A``: (K, Mt) float64 values (column m: row m of A), ``EA`` their
-    :func:`exponents`; ``B``: (K, Nt) values, ``EB`` likewise; ``c``:
-    (Mt, Nt) float64 values the chain starts from, or None (+0).  Every
-    value finite (the caller's check).  The work arrays are (k, Mt, Nt):
-    the block's reductions run over the first axis, plane by plane.
+    ``A``: (K, Mt) float64 values (column m: row m of A), as the unit reads
+    them (:func:`flush_inputs`), ``EA`` their :func:`exponents`; ``B``:
+    (K, Nt) values, ``EB`` likewise; ``c``: (Mt, Nt) float64 values the
+    chain starts from, or None (+0).  Every value finite (the caller's
+    check).  The work arrays are (k, Mt, Nt): the block's reductions run
+    over the first axis, plane by plane.
     """
     p = model.params
     out = model.output_format
-    F = ALIGN_FRACTION_BITS + p.extra_bits
     K, mt = A.shape
     nt = B.shape[1]
-    k = p.k
     if c is not None and not np.isfinite(c).all():
         raise ValueError("chain_tile takes a finite c (the caller's check)")
     cv = np.zeros((mt, nt)) if c is None else c
+    work = _Block(model, A, B, mt, nt)
     codes: np.ndarray | None = None
-    width = min(k, max(K, 1))
-    narrow = _work_dtype(model, k) == np.float32
-    A32 = B32 = None
-    if narrow:
-        A32, B32 = A.astype(np.float32), B.astype(np.float32)
-    prod: dict[Any, np.ndarray] = {}
-    esum = np.empty((width, mt, nt), np.int32)
     with np.errstate(invalid="ignore", over="ignore"):
-        for lo in range(0, max(K, 1), k):
-            hi = min(K, lo + k)
-            w = hi - lo
+        for lo in range(0, max(K, 1), p.k):
+            hi = min(K, lo + p.k)
             if codes is not None:
                 cv = _array.decode(codes, out).reshape(mt, nt)
-            S = esum[:w]
-            np.add(EA[lo:hi, :, None], EB[lo:hi, None, :], out=S)
-            E = np.maximum.reduce(S, axis=0) if w else np.full((mt, nt), _ZERO_EXP, np.int32)
-            ec = np.frexp(cv)[1].astype(np.int32)
-            ec -= 1
-            np.maximum(ec, _C_EMIN, out=ec)
-            ec[cv == 0] = _ZERO_EXP
-            np.maximum(E, ec, out=E)
-            absent = E <= _ZERO_EXP // 2
-            if p.min_align_exponent is not None:
-                E = np.where(absent, E, np.maximum(E, p.min_align_exponent))
-            scale = np.ldexp(1.0, F - E)  # exact powers of two (absent rows: unused)
-            # float32 where its exponent range holds every scale (a tiny c can push
-            # E far down), else float64
-            use32 = narrow and (absent.all() or int((F - E)[~absent].max()) < 100)
-            wt = np.float32 if use32 else np.float64
-            if wt not in prod:
-                prod[wt] = np.empty((width, mt, nt), wt)
-            P = prod[wt][:w]
-            if use32:
-                np.multiply(A32[lo:hi, :, None], B32[lo:hi, None, :], out=P)
+            cin = cv
+            if not p.output_subnormals:
+                cin = np.where(np.abs(cv) < 2.0 ** out.emin, 0.0, cv)
+            if p.accumulation == "pairwise":
+                new = _pairwise(work, lo, hi, cin)
             else:
-                np.multiply(A[lo:hi, :, None], B[lo:hi, None, :], out=P)
-            np.multiply(P, scale.astype(wt), out=P)
-            np.trunc(P, out=P)
-            total = np.add.reduce(P, axis=0, dtype=np.float64)
-            total += np.trunc(cv * scale)
-            value = np.ldexp(total, E - F)
-            value[absent] = 0.0
-            new = round_to_output(value.reshape(-1), out, p.rounding, p.result_bits,
-                                  p.output_subnormals).astype(_array.code_dtype(out))
+                S = work.esum[:hi - lo]
+                np.add(EA[lo:hi, :, None], EB[lo:hi, None, :], out=S)
+                if p.c_joins == "first" and p.accumulation == "aligned":
+                    new = _aligned_first(work, lo, hi, S, cin)
+                else:
+                    new = _aligned_last(work, lo, hi, S, cin)
+            new = new.astype(_array.code_dtype(out), copy=False)
             # A block that overflowed passes its infinity on, as in the row model.
-            codes = new if codes is None else np.where(np.isfinite(cv).reshape(-1), new,
-                                                         codes)
+            if codes is not None:
+                passed = ~np.isfinite(cv).reshape(-1)
+                if passed.any():
+                    new[passed] = codes[passed]
+            codes = new
     assert codes is not None
     return codes.reshape(mt, nt)
+
+
+def _finish(work: _Block, value: np.ndarray, over: Any) -> np.ndarray:
+    p = work.p
+    if over is not None:
+        value[over[0]] = 0.0
+    codes = round_to_output(value, work.out, p.rounding, p.result_bits, p.output_subnormals)
+    if over is not None:
+        codes = np.where(over[0], over[1], codes)
+    return codes
+
+
+def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
+                   cv: np.ndarray) -> np.ndarray:
+    """``"aligned"``, ``c`` one more term aligned with the products."""
+    p, F = work.p, work.F
+    w = hi - lo
+    E = np.maximum.reduce(S, axis=0) if w else np.full(work.shape, _ZERO_EXP, np.int32)
+    ec = np.frexp(cv)[1].astype(np.int32)
+    ec -= 1
+    np.maximum(ec, _C_EMIN, out=ec)
+    ec[cv == 0] = _ZERO_EXP
+    np.maximum(E, ec, out=E)
+    absent = E <= _ZERO_EXP // 2
+    if p.min_align_exponent is not None:
+        E = np.where(absent, E, np.maximum(E, p.min_align_exponent))
+    scale = np.ldexp(1.0, F - E)  # exact powers of two (absent outputs: unused)
+    # float32 where its exponent range holds every scale (a tiny c can push
+    # E far down), else float64
+    use32 = work.narrow and (absent.all() or int((F - E)[~absent].max()) < 100)
+    P = work.products(lo, hi, np.float32 if use32 else np.float64)
+    over = work.limited(lo, hi, P)
+    np.multiply(P, scale.astype(P.dtype), out=P)
+    np.trunc(P, out=P)
+    total = np.add.reduce(P, axis=0, dtype=np.float64)
+    total += np.trunc(cv * scale)
+    value = np.ldexp(total, E - F)
+    value[absent] = 0.0
+    return _finish(work, value.reshape(-1), over)
+
+
+def _aligned_last(work: _Block, lo: int, hi: int, S: np.ndarray,
+                  cv: np.ndarray) -> np.ndarray:
+    """``"aligned"`` with ``c`` joining last, and ``"odd_even"``: the
+    products' groups each on their own grid, then the two-operand late
+    alignments of the row model, on one integer per output."""
+    p, F = work.p, work.F
+    P = work.products(lo, hi, np.float64)
+    over = work.limited(lo, hi, P)
+    floor = p.min_align_exponent
+    if p.accumulation == "aligned":
+        big, x = _grid_sum(P, S, F, floor)
+        frac = F
+    else:  # odd_even: even and odd positions of the block, each on its own grid
+        e0, x0 = _grid_sum(P[0::2], S[0::2], F, floor)
+        e1, x1 = _grid_sum(P[1::2], S[1::2], F, floor)
+        big, x, frac = add_two(e0, x0, e1, x1, np.full(e0.shape, F, I64), p.align_rounding, 0, 0)
+    return _finish(work, join_late(p, big, x, frac, cv.reshape(-1)), over)
+
+
+def _pairwise(work: _Block, lo: int, hi: int, cv: np.ndarray) -> np.ndarray:
+    """``"pairwise"``: the block's products, zero-padded to ``k`` as the row
+    model pads them, through the row model's tree."""
+    p = work.p
+    P = work.products(lo, hi, np.float64)
+    over = work.limited(lo, hi, P)
+    if hi - lo == p.k:
+        prods = P.reshape(p.k, -1)
+    else:
+        prods = np.zeros((p.k, P.shape[1] * P.shape[2]))
+        prods[:hi - lo] = P.reshape(hi - lo, -1)
+    codes = pairwise_tree(p, prods, cv.reshape(-1))
+    if over is not None:
+        codes = np.where(over[0], over[1], codes)
+    return codes

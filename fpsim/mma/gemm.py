@@ -47,9 +47,13 @@ __all__ = ["LibraryGEMM", "run", "epilogue_numbers"]
 # Operand codes of one tile of the row model: (M×N pairs) × K elements for each
 # of a and b.
 _TILE_ELEMENTS = 1 << 22
-# Outputs of one tile of the tile path: its work arrays hold outputs × k
-# elements (float64 and int32), which stay in cache at 64 x 64 x 16.
+# Outputs of one tile of the tile path: at least _TILE_OUTPUTS, and as many
+# as make _TILE_PRODUCTS products a block (up to 4 x _TILE_OUTPUTS): the work
+# arrays hold k x outputs elements (float64 and int32), 64 x 64 x 16 for the
+# units of 16 or more products, 128 x 128 x 4 for those of 4 (whose
+# per-output steps weigh more).
 _TILE_OUTPUTS = 4096
+_TILE_PRODUCTS = 1 << 16
 
 Convert = Callable[[np.ndarray, Format, Format], np.ndarray]
 
@@ -152,8 +156,9 @@ class _Plan:
         self.m, self.n, self.K = m, n, K
         self.fast = False
         if TILE_PATH and _tile.applies(unit):
-            A = _array.decode(np.ascontiguousarray(a.T), self.fmts[0])  # (K, M)
-            B = _array.decode(b, self.fmts[1])  # (K, N)
+            A = _tile.flush_inputs(_array.decode(np.ascontiguousarray(a.T), self.fmts[0]),
+                                   self.fmts[0], unit)  # (K, M)
+            B = _tile.flush_inputs(_array.decode(b, self.fmts[1]), self.fmts[1], unit)  # (K, N)
             finite = np.isfinite(A).all() and np.isfinite(B).all()
             if c is not None:
                 finite = finite and bool(np.isfinite(_array.decode(c, out)).all())
@@ -167,9 +172,10 @@ class _Plan:
 
     def tiles(self) -> list[tuple[int, int, int, int]]:
         m, n, K = self.m, self.n, self.K
-        if self.fast:  # square-ish tiles of about _TILE_OUTPUTS outputs
-            tm = min(m, max(1, int(np.sqrt(_TILE_OUTPUTS))))
-            tn = min(n, max(1, _TILE_OUTPUTS // tm))
+        if self.fast:  # square-ish tiles: _TILE_PRODUCTS products of a block
+            outputs = min(4 * _TILE_OUTPUTS, max(_TILE_OUTPUTS, _TILE_PRODUCTS // self.unit.k))
+            tm = min(m, max(1, int(np.sqrt(outputs))))
+            tn = min(n, max(1, outputs // tm))
         else:  # whole rows of outputs, as many as fit the operand budget
             per = max(1, _TILE_ELEMENTS // max(K, 1))
             tm, tn = max(1, min(m, per // n)), min(n, per)

@@ -15,12 +15,14 @@ array([1.], dtype=float32)
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
 from .. import array as _array
+from ..array import _native
 from ..context import Context
 from ..formats import FP32, Format
 from ..modes import Rounding
@@ -30,7 +32,7 @@ from ._finish import narrow_format, round_to_output, special_codes
 from ._inputs import read_addend, read_inputs
 from .params import ALIGN_FRACTION_BITS, MMAParams
 
-__all__ = ["MMAModel"]
+__all__ = ["MMAModel", "join_late", "pairwise_tree", "unrounded"]
 
 I64 = np.int64
 U64 = np.uint64
@@ -211,55 +213,29 @@ class MMAModel:
         extra, sticky = p.extra_bits, p.sticky_bit
         assert extra is not None
         frac = np.full(A.shape[0], p.fraction_bits, I64)
-        c_nonzero = C != 0
-        c_exp = np.maximum(np.frexp(C)[1].astype(I64) - 1, _C_EMIN)
-        c_sig = np.ldexp(np.abs(C), ALIGN_FRACTION_BITS - c_exp).astype(I64)
-        c_neg = C < 0
         if p.accumulation == "aligned" and p.c_joins == "first":
+            c_exp, c_sig = c_parts(C)
             sig = np.concatenate([sig, c_sig[:, None]], axis=1)
-            exp = np.concatenate([exp, np.where(c_nonzero, c_exp, ABSENT)[:, None]], axis=1)
-            neg = np.concatenate([neg, c_neg[:, None]], axis=1)
+            exp = np.concatenate([exp, np.where(C != 0, c_exp, ABSENT)[:, None]], axis=1)
+            neg = np.concatenate([neg, (C < 0)[:, None]], axis=1)
             big, total = align_terms(sig, exp, neg, extra, sticky, p.min_align_exponent)
-        else:
-            if p.accumulation == "aligned":
-                big, total = align_terms(sig, exp, neg, extra, sticky, p.min_align_exponent)
-            else:  # odd_even: two interleaved groups, each aligned on its own
-                e0, s0 = align_terms(sig[:, 0::2], exp[:, 0::2], neg[:, 0::2], extra, sticky,
-                                     p.min_align_exponent)
-                e1, s1 = align_terms(sig[:, 1::2], exp[:, 1::2], neg[:, 1::2], extra, sticky,
-                                     p.min_align_exponent)
-                big, total, frac = add_two(e0, s0, e1, s1, frac, p.align_rounding, 0, 0)
-            zero_exp = _C_EMIN if p.zero_c_at_emin else ABSENT
-            e2 = np.where(c_nonzero, c_exp, zero_exp)
-            s2 = c_sig << (extra + int(sticky))
-            s2 = np.where(c_neg, -s2, s2)
-            big, total, frac = add_two(big, total, e2, s2, frac, p.align_rounding,
-                                       p.late_extra_bits, 0)
-        scale = np.where(total == 0, 0, big - frac)
-        return np.ldexp(total.astype(np.float64), scale)
+            return unrounded(big, total, frac)
+        if p.accumulation == "aligned":
+            big, total = align_terms(sig, exp, neg, extra, sticky, p.min_align_exponent)
+            x = unrounded(big, total, frac)
+        else:  # odd_even: two interleaved groups, each aligned on its own
+            e0, s0 = align_terms(sig[:, 0::2], exp[:, 0::2], neg[:, 0::2], extra, sticky,
+                                 p.min_align_exponent)
+            e1, s1 = align_terms(sig[:, 1::2], exp[:, 1::2], neg[:, 1::2], extra, sticky,
+                                 p.min_align_exponent)
+            big, x, frac = add_two(e0, unrounded(e0, s0, frac), e1, unrounded(e1, s1, frac),
+                                   frac, p.align_rounding, 0, 0)
+        return join_late(p, big, x, frac, C)
 
     def _pairwise(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """``"pairwise"``: products rounded to the output format, a balanced
-        tree of rounded additions, then ``+ c``; codes of the output."""
-        p = self.params
-        out = self.output_format
-        ctx = Context(rounding=p.rounding)
-        sign = U64(out.sign_bit)
-        expo = U64(out.magnitude_mask & ~((1 << out.mantissa_bits) - 1))
-
-        def flush(codes: np.ndarray, signed: bool) -> np.ndarray:
-            if p.output_subnormals:
-                return codes
-            tiny = (codes & expo) == 0
-            return np.where(tiny, codes & sign if signed else U64(0), codes)
-
+        """``"pairwise"``: codes of the output (:func:`pairwise_tree`)."""
         with np.errstate(over="ignore"):
-            x = _array.encode(A * B, out, Context()).astype(U64)  # nearest even
-        x = flush(x, signed=False)
-        while x.shape[1] > 1:
-            x = flush(_array.add(x[:, 0::2], x[:, 1::2], ctx, fmt=out).astype(U64), True)
-        c_codes = _array.encode(C, out, Context()).astype(U64)
-        return flush(_array.add(c_codes, x[:, 0], ctx, fmt=out).astype(U64), True)
+            return pairwise_tree(self.params, (A * B).T, C)
 
     def _exact(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
         """``"exact"``: the exact sum, rounded once by the scalar kernel (a
@@ -285,6 +261,122 @@ class MMAModel:
                 code = 0
             codes[i] = code
         return codes
+
+
+def c_parts(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A finite ``c`` as ``(exp, sig)``: ``|c| = sig × 2**(exp - 23)``,
+    ``exp = max(floor(log2|c|), -126)`` (int64; a zero gives ``sig = 0``)."""
+    c_exp = np.maximum(np.frexp(C)[1].astype(I64) - 1, _C_EMIN)
+    return c_exp, np.ldexp(np.abs(C), ALIGN_FRACTION_BITS - c_exp).astype(I64)
+
+
+def join_late(p: MMAParams, big: np.ndarray, x: np.ndarray, frac: Any,
+              C: np.ndarray) -> np.ndarray:
+    """The unrounded result where ``c`` joins a sum of products last
+    (``c_joins="last"``, ``"odd_even"``): the sum ``x`` (exact float64 on
+    the grid ``2**(big - frac)``; ``big`` int64, ABSENT where the sum has no
+    products) and ``c`` (finite float64) aligned to the larger exponent by
+    :func:`~fpsim.mma._align.add_two`; exact float64."""
+    c_exp = np.maximum(np.frexp(C)[1].astype(I64) - 1, _C_EMIN)
+    e2 = np.where(C != 0, c_exp, _C_EMIN if p.zero_c_at_emin else ABSENT)
+    return add_two(big, x, e2, C, frac, p.align_rounding, p.late_extra_bits, 0)[1]
+
+
+def unrounded(big: np.ndarray, total: np.ndarray, frac: Any) -> np.ndarray:
+    """``total × 2**(big - frac)`` as float64 (exact: ``total`` is an
+    integer below 2**53)."""
+    scale = np.where(total == 0, 0, big - frac)
+    return np.ldexp(np.asarray(total, np.float64), scale)
+
+
+def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """``"pairwise"``: ``products`` (shape ``(k, rows)``, exact float64, ``k``
+    a power of two) rounded to the output format (nearest even), summed as a
+    balanced tree of additions ``(p0+p1)+(p2+p3)`` each rounded by
+    ``rounding``, then ``c + sum``; with ``output_subnormals=False`` every
+    subnormal product, partial sum and result is flushed to zero.  Codes of
+    the output format, shape ``(rows,)``.
+
+    The additions are :func:`fpsim.array.add`; into FP32 with nearest even,
+    on a machine whose float32 addition is IEEE's
+    (:func:`fpsim.array._native.float32_adds_are_ieee`), they are that
+    addition (``tests/test_mma_tile.py`` proves the two equal)."""
+    out = p.output_format
+    ctx = Context(rounding=p.rounding)
+    sign = U64(out.sign_bit)
+    expo = U64(out.magnitude_mask & ~((1 << out.mantissa_bits) - 1))
+
+    def flush(codes: np.ndarray, signed: bool) -> np.ndarray:
+        if p.output_subnormals:
+            return codes
+        tiny = (codes & expo) == 0
+        return np.where(tiny, codes & sign if signed else U64(0), codes)
+
+    if out == FP32 and p.rounding == "rne" and PAIRWISE_NATIVE and _native.usable(
+            (Rounding.RNE,)) and _native.float32_adds_are_ieee():
+        return _pairwise_float32(products, C, p.output_subnormals,
+                                 _exact_in_fp32(p.input_format, p.input_b_format))
+    x = flush(_array.encode(products, out, Context()).astype(U64), signed=False)
+    c_codes = _array.encode(C, out, Context()).astype(U64)
+    while x.shape[0] > 1:
+        x = flush(_array.add(x[0::2], x[1::2], ctx, fmt=out).astype(U64), True)
+    return flush(_array.add(c_codes, x[0], ctx, fmt=out).astype(U64), True)
+
+
+#: Set False to add the pairwise tree by fpsim.array.add alone (the tests compare).
+PAIRWISE_NATIVE = True
+
+
+@functools.cache
+def _fp32_default_nan() -> int:
+    """The code :func:`fpsim.array.add` gives ``inf + -inf`` in FP32."""
+    inf = np.array([FP32.inf_code], np.uint32)
+    return int(_array.add(inf, inf | np.uint32(FP32.sign_bit), Context(), fmt=FP32)[0])
+
+
+@functools.cache
+def _exact_in_fp32(fa: Format, fb: Format) -> bool:
+    """Whether every product of a value of ``fa`` and one of ``fb`` is exact
+    in FP32: at most 24 significand bits, multiples of 2**-149, below the
+    overflow threshold (FP16 x FP16)."""
+    return (fa.precision + fb.precision <= 24
+            and (fa.emin - fa.mantissa_bits) + (fb.emin - fb.mantissa_bits) >= -149
+            and float(fa.max) * float(fb.max) < 2.0 ** (FP32.emax + 1))
+
+
+def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
+                      exact: bool) -> np.ndarray:
+    """The tree of :func:`pairwise_tree` by the machine's IEEE float32
+    addition (nearest even; overflow gives infinity, as in the kernel), NaNs
+    given the kernel's default code.  The products are cast where every one
+    is ``exact`` in FP32, else rounded by the kernel's machine fast path
+    (:func:`fpsim.array._native.round_fp32`) where they are normal and by
+    the kernel elsewhere; ``C`` holds FP32 values (exact in float32)."""
+    if exact:
+        v = products.astype(np.float32)
+    else:
+        flat = products.reshape(-1)
+        codes, _, done = _native.round_fp32(flat, None, Rounding.RNE)
+        if not done.all():
+            rest = ~done
+            codes[rest] = _array.encode(flat[rest], FP32, Context())
+        v = codes.view(np.float32).reshape(products.shape)
+    tiny = np.float32(FP32.min_normal)
+    if not subnormals:  # products: to +0
+        v = np.where(np.abs(v) < tiny, np.float32(0), v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        while v.shape[0] > 1:
+            v = v[0::2] + v[1::2]
+            if not subnormals:
+                v = np.where(np.abs(v) < tiny, np.copysign(np.float32(0), v), v)
+        d = C.astype(np.float32) + v[0]
+    if not subnormals:
+        d = np.where(np.abs(d) < tiny, np.copysign(np.float32(0), d), d)
+    out = d.view(np.uint32).astype(U64)
+    nan = np.isnan(d)
+    if nan.any():
+        out[nan] = _fp32_default_nan()
+    return out
 
 
 def _exact_sum(values: list[float]) -> tuple[int, int]:
