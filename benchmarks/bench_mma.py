@@ -1,39 +1,63 @@
-"""Matrix-unit models (issue 18): the speed of fpsim.mma at real sizes,
-beside plain numpy doing the nearest computation it can in the same run.
+"""Matrix-unit models at real sizes (issues 18, 29, 30): the speed of
+fpsim.mma beside plain numpy doing the nearest computation it can, measured
+in the same run.  Prints medians and ratios; asserts nothing about time
+(the bits of the parallel runs are compared with the single-threaded ones
+and printed as "same bits").
 
-* 10^5 rows of K = 32 E4M3 products through the ``h100`` FP8 instruction
-  (one ``model(a, b, c)`` call), against numpy's float32 dot products of
-  the same rows (``einsum``: not the unit's arithmetic, the cost of touching
-  the data);
-* a 512 x 512 x 512 FP16 GEMM through the ``h100`` FP16 instruction,
-  chained along K (``fpsim.ops.matmul(a, b, accumulate=model)``: 32
-  instructions per output element), against the numpy float32 loop over k
-  and against ``fpsim.ops.matmul`` with IEEE FP32 accumulation.
+Sections, each line with its reference and the issue's goal:
 
-* library GEMMs (issue 29): a ``--library`` (default 1024) cubed GEMM
-  through ``fpsim.mma.cublas("h100", "e4m3")`` (FP8, promoted every 128)
-  and ``cublas("h100", "fp16", split_k=4)``, each beside the plain chain of
-  the same instruction on the same inputs (``ops.matmul(accumulate=...)``),
-  which is what the schedules add their FP32 steps to.
+1. ``instruction``: 10^5 rows of K = 32 E4M3 products through the ``h100``
+   FP8 instruction, against numpy's float32 dot products of the same rows.
+2. ``chained``: ``--gemm`` (512) cubed GEMMs through the ``h100`` FP16,
+   BF16 and E4M3 instructions chained along K (``ops.matmul(accumulate=
+   model)``, one thread), each against the numpy float32 loop over k on the
+   same inputs (sequential FP32 accumulation of exact products): goal
+   <= 8x per multiply-add.
+3. ``library``: the library schedules built on the chain at the same size
+   (cuBLAS FP8 promoted every 128, FP16 split-K 4, ``addmm`` with C into
+   FP16), one thread, against the same numpy loop: goal <= 8x.
+4. ``presets``: every other preset at ``--presets`` (256) cubed, one
+   thread, against the H100 preset of the same input format (FP16 against
+   h100 fp16 -> fp32; FNUZ FP8 against h100's OCP FP8): goal <= 2x.
+   CDNA1's exact sums run on the row model (not a goal: printed).
+5. ``1024^3``: ``cublas("h100", "e4m3")`` at ``--library`` (1024) cubed,
+   default threads: goal under 10 s.
+6. ``memory``: peak traced memory (tracemalloc: numpy's allocations) of the
+   FP8 library GEMM at growing M, N, K, against its inputs and output: the
+   excess over a small multiple of the inputs stays a fixed tile budget.
+7. ``threads``: the chained FP16 GEMM on 1 thread and on every CPU.
+8. ``dask``: a ``--dask`` (2048) squared x 1024 FP8 library GEMM on a
+   ``distributed.LocalCluster`` of 1 and of 2 worker processes (the
+   cluster's start not timed), against the same GEMM in this process on
+   one thread (needs ``fpsim[dask]``; skipped without it).
 
-The issue's goals: the first in at most a few seconds, the second under a
-minute, on the project's 2-core machine; the library GEMMs print their time
-(their speed goal is a separate issue).  Prints medians; asserts nothing
-about time.  Run ``python benchmarks/bench_mma.py [--quick]``.
+Run ``python benchmarks/bench_mma.py [--quick] [--only SECTION ...]`` on an
+idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
+import tracemalloc
 
 import ml_dtypes
 import numpy as np
-from _timing import median_seconds
+from _timing import median_pair, median_seconds
 
+import fpsim.array
 import fpsim.mma as mma
 from fpsim import ops
 
 F32 = np.float32
+DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
+          "e5m2": ml_dtypes.float8_e5m2, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+          "e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
+# the H100 preset each input format is compared with
+BASELINE = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2",
+            "e4m3fnuz": "e4m3", "e5m2fnuz": "e5m2"}
+SECTIONS = ("instruction", "chained", "library", "presets", "1024", "memory", "threads", "dask")
 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,24 +70,24 @@ def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def line(name: str, ours: float, peer: float, peer_name: str, goal: str) -> None:
-    print(f"{name:<44} {ours:>9.3f} s {peer:>9.3f} s {ours / peer:>8.1f}x  "
-          f"{peer_name:<24} {goal}")
+    print(f"{name:<52} {ours:>9.3f} s {peer:>9.3f} s {ours / peer:>7.2f}x  "
+          f"{peer_name:<28} {goal}", flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10**5)
-    parser.add_argument("--gemm", type=int, default=512, help="M = N = K of the GEMM")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--library", type=int, default=1024,
-                        help="M = N = K of the library GEMMs (one run each: minutes at 1024)")
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    args = parser.parse_args()
-    if args.quick:
-        args.rows, args.gemm, args.repeats, args.library = 10**4, 64, 1, 256
-    rng = np.random.default_rng(0)
-    print(f"{'':<44} {'fpsim':>11} {'peer':>11} {'ratio':>9}  {'peer':<24} goal")
+def operands(fmt: str, m: int, k: int, n: int, rng: np.random.Generator) -> tuple:
+    """Random normal operands of ``fmt`` (values; TF32 as codes) and the
+    keyword arguments ``ops.matmul`` needs for them."""
+    x, y = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    if fmt == "tf32":
+        return fpsim.array.round(x, "tf32"), fpsim.array.round(y, "tf32"), {"fmt": "tf32"}
+    return x.astype(DTYPES[fmt]), y.astype(DTYPES[fmt]), {}
 
+
+def same(x: np.ndarray, y: np.ndarray) -> str:
+    return "same bits" if np.array_equal(x.view(np.uint8), y.view(np.uint8)) else "BITS DIFFER"
+
+
+def section_instruction(args: argparse.Namespace, rng: np.random.Generator) -> None:
     h100_fp8 = mma.preset("h100", "e4m3")
     a = rng.standard_normal((args.rows, 32)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((args.rows, 32)).astype(ml_dtypes.float8_e4m3fn)
@@ -72,29 +96,152 @@ def main() -> None:
     ours = median_seconds(lambda: h100_fp8(a, b, c), args.repeats)
     peer = median_seconds(lambda: np.einsum("ij,ij->i", a.astype(F32), b.astype(F32)),
                           args.repeats)
-    line(f"h100 e4m3 instruction, {args.rows:,} rows of K=32", ours, peer, "numpy float32 einsum",
-         "a few seconds")
+    line(f"h100 e4m3 instruction, {args.rows:,} rows of K=32", ours, peer,
+         "numpy float32 einsum", "a few seconds")
 
+
+def section_chained(args: argparse.Namespace, rng: np.random.Generator) -> None:
     n = args.gemm
-    h100_fp16 = mma.preset("h100", "fp16")
-    x = rng.standard_normal((n, n)).astype(np.float16)
-    y = rng.standard_normal((n, n)).astype(np.float16)
-    ours = median_seconds(lambda: ops.matmul(x, y, accumulate=h100_fp16), args.repeats)
-    peer = median_seconds(lambda: numpy_gemm(x, y), args.repeats)
-    ieee = median_seconds(lambda: ops.matmul(x, y, out="fp32"), args.repeats)
-    line(f"matmul {n}^3 fp16 on h100, chained", ours, peer, "numpy float32 k-loop",
-         "under 60 s")
-    line(f"matmul {n}^3 fp16 on h100, chained", ours, ieee, "fpsim FP32 accumulation", "")
+    for fmt in ("fp16", "bf16", "e4m3"):
+        x, y, kw = operands(fmt, n, n, n, rng)
+        model = mma.preset("h100", fmt)
+        ours, peer = median_pair(
+            lambda x=x, y=y, m=model, kw=kw: ops.matmul(x, y, accumulate=m, workers=1, **kw),
+            lambda x=x, y=y: numpy_gemm(x, y), args.repeats)
+        line(f"h100 {fmt} chained {n}^3, 1 thread", ours, peer, "numpy float32 k-loop",
+             "<= 8x")
 
+
+def section_library(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    n = args.gemm
+    cases = (("e4m3", {}, "promoted every 128", False, "fp32"),
+             ("fp16", {"split_k": 4}, "split_k=4", False, "fp32"),
+             ("fp16", {}, "addmm C, out fp16", True, "fp16"))
+    for fmt, kw, label, with_c, out in cases:
+        x, y, _ = operands(fmt, n, n, n, rng)
+        g = mma.cublas("h100", fmt, out=out, **kw)
+        args_ = (x, y, rng.standard_normal((n, n)).astype(DTYPES[out] if out != "fp32"
+                                                            else F32)) if with_c else (x, y)
+        ours, peer = median_pair(lambda g=g, a=args_: g(*a, workers=1),
+                                 lambda x=x, y=y: numpy_gemm(x, y), args.repeats)
+        line(f"cublas h100 {fmt} {n}^3, {label}, 1 thread", ours, peer,
+             "numpy float32 k-loop", "<= 8x")
+
+
+def section_presets(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    n = args.presets
+    base: dict[str, float] = {}
+    data: dict[str, tuple] = {}
+    for fmt in sorted(set(BASELINE.values())):
+        data[fmt] = operands(fmt, n, n, n, rng)
+        x, y, kw = data[fmt]
+        model = mma.preset("h100", fmt)
+        base[fmt] = median_seconds(
+            lambda x=x, y=y, m=model, kw=kw: ops.matmul(x, y, accumulate=m, workers=1, **kw),
+            args.repeats)
+    for gpu, fin, fout in mma.presets():
+        if (gpu, fout) == ("h100", "fp32"):
+            continue
+        model = mma.preset(gpu, fin, fout)
+        if fin not in data:
+            data[fin] = operands(fin, n, n, n, rng)
+        x, y, kw = data[fin]
+        exact = model.params.accumulation == "exact"
+        reps = 1 if exact else args.repeats
+        ours = median_seconds(
+            lambda x=x, y=y, m=model, kw=kw: ops.matmul(x, y, accumulate=m, workers=1, **kw),
+            reps)
+        ref = BASELINE[fin]
+        line(f"{gpu} {fin}->{fout} chained {n}^3", ours, base[ref], f"h100 {ref}->fp32",
+             "(row model: exact sums)" if exact else "<= 2x")
+
+
+def section_1024(args: argparse.Namespace, rng: np.random.Generator) -> None:
     n = args.library
-    for fmt, dt, kw, label in (("e4m3", ml_dtypes.float8_e4m3fn, {}, "promoted every 128"),
-                               ("fp16", np.float16, {"split_k": 4}, "split_k=4")):
-        x = rng.standard_normal((n, n)).astype(dt)
-        y = rng.standard_normal((n, n)).astype(dt)
-        g = mma.cublas("h100", fmt, **kw)
-        ours = median_seconds(lambda g=g, x=x, y=y: g(x, y), 1)
-        chain = median_seconds(lambda x=x, y=y, m=g.model: ops.matmul(x, y, accumulate=m), 1)
-        line(f"cublas h100 {fmt} {n}^3, {label}", ours, chain, "the plain chain", "print")
+    x, y, _ = operands("e4m3", n, n, n, rng)
+    g = mma.cublas("h100", "e4m3")
+    t0 = time.perf_counter()
+    g(x, y)
+    ours = time.perf_counter() - t0
+    peer = median_seconds(lambda: numpy_gemm(x, y), 1)
+    line(f"cublas h100 e4m3 {n}^3, every CPU", ours, peer, "numpy float32 k-loop",
+         "under 10 s")
+
+
+def section_memory(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    g = mma.cublas("h100", "e4m3")
+    sizes = ((128, 128, 128), (256, 256, 256), (512, 512, 512), (256, 4096, 256),
+             (1024, 256, 1024))
+    if args.quick:
+        sizes = sizes[:2]
+    print(f"{'memory: M x K x N':<52} {'peak':>11} {'in + out':>11} {'peak - 13 x in - out':>22}")
+    for m, k, n in sizes:
+        x, y, _ = operands("e4m3", m, k, n, rng)
+        io = x.nbytes + y.nbytes + 4 * m * n
+        tracemalloc.start()
+        g(x, y, workers=1)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        # the engine keeps each operand as float64 values and int32 exponents
+        # (12 bytes an element, 13 with its code): the rest is the tile budget
+        rest = peak - 13 * (x.nbytes + y.nbytes) - 4 * m * n
+        print(f"{f'  {m} x {k} x {n}':<52} {peak / 2**20:>9.1f} MB {io / 2**20:>8.1f} MB "
+              f"{rest / 2**20:>19.1f} MB", flush=True)
+
+
+def section_threads(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    n = args.gemm
+    x, y, _ = operands("fp16", n, n, n, rng)
+    model = mma.preset("h100", "fp16")
+    one = ops.matmul(x, y, accumulate=model, workers=1)
+    every = ops.matmul(x, y, accumulate=model)
+    t_every, t_one = median_pair(lambda: ops.matmul(x, y, accumulate=model),
+                                 lambda: ops.matmul(x, y, accumulate=model, workers=1),
+                                 args.repeats)
+    line(f"h100 fp16 chained {n}^3, {os.cpu_count()} threads", t_every, t_one, "1 thread",
+         same(one, every))
+
+
+def section_dask(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    try:
+        import distributed
+    except ImportError:
+        print("dask: skipped (pip install 'fpsim[dask]')")
+        return
+    n, k = args.dask, args.dask // 2
+    x, y, _ = operands("e4m3", n, k, n, rng)
+    g = mma.cublas("h100", "e4m3")
+    t0 = time.perf_counter()
+    ref = g(x, y, workers=1)
+    alone = time.perf_counter() - t0
+    for workers in (1, 2):
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            t0 = time.perf_counter()
+            d = g(x, y, scheduler=cluster.scheduler_address)
+            took = time.perf_counter() - t0
+        line(f"cublas h100 e4m3 {n}x{k}x{n}, dask {workers} worker(s)", took, alone,
+             "this process, 1 thread", same(ref, d))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10**5)
+    parser.add_argument("--gemm", type=int, default=512, help="M = N = K of sections 2, 3, 7")
+    parser.add_argument("--presets", type=int, default=256, help="M = N = K of section 4")
+    parser.add_argument("--library", type=int, default=1024, help="M = N = K of section 5")
+    parser.add_argument("--dask", type=int, default=2048, help="M = N of section 8 (K = half)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS)
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.gemm, args.presets, args.library, args.dask = 10**4, 256, 32, 128, 256
+        args.repeats = 1
+    rng = np.random.default_rng(0)
+    print(f"{'':<52} {'fpsim':>11} {'reference':>11} {'ratio':>8}  {'reference':<28} goal")
+    for name in args.only:
+        globals()[f"section_{name}"](args, rng)
 
 
 if __name__ == "__main__":

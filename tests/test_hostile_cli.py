@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from fpsim.testing import _schedulers
+from fpsim import _schedulers
 
 from hostile import cli, one_line_error, run
 

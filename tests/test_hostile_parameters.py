@@ -331,7 +331,7 @@ def test_delayed_scaling_refuses_a_history_too_long_to_hold():
 
 @pytest.mark.parametrize("workers", [10**5, 10**9])
 def test_local_workers_are_bounded(workers):
-    from fpsim.testing._schedulers import max_workers, runner
+    from fpsim._schedulers import max_workers, runner
 
     with pytest.raises(ValueError, match="more than this machine runs usefully"):
         runner("local", workers, 10.0)

@@ -59,7 +59,8 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..testing import _compare, _dumps, _schedulers
+    from .. import _schedulers
+    from ..testing import _compare, _dumps
 
     fmt = lookup_format(args.fmt)
     if args.nan not in ("any", "exact"):

@@ -84,13 +84,13 @@ def add_two(e1: np.ndarray, x1: np.ndarray, e2: np.ndarray, x2: np.ndarray, frac
     float64's range), the rounding to an integer (``trunc``, ``floor``,
     ``ceil``, ``rint``) and the sum are all exact float64 operations.
     """
-    d = e1 - e2
+    d = e1 - e2  # (exponents: int32 or int64 arrays)
     first_small = (d < 0) & (e1 != ABSENT)
     big = np.maximum(e1, e2)
     if grow1 or grow2:
-        g = first_small * np.int64(grow1)
+        g = first_small * np.int32(grow1)
         if grow2:
-            g += ((d > 0) & (e1 != ABSENT)) * np.int64(grow2)
+            g += ((d > 0) & (e1 != ABSENT)) * np.int32(grow2)
         frac = frac + g
     grid = big - frac
     small = np.where(first_small, x1, x2)

@@ -19,8 +19,8 @@ gathered copy of any operand:
   is cut the same way;
 * the integers are summed in float64: each is below ``2**(F + 2) <=
   2**33``, a block of at most 257 of them below ``2**42``, so the sum is
-  exact in any order (in float32 where the terms and their sums stay below
-  ``2**24``: FP8 inputs with a 13-bit grid);
+  exact in any order; the products and terms themselves are float32 where
+  each is exact in it (FP8 and FP16 inputs: :func:`_work_dtype`);
 * where ``c`` joins last (CDNA3), the two groups of ``"odd_even"`` and then
   ``c`` are added by the row model's own two-operand alignment
   (:func:`~fpsim.mma.model.join_late`) on one integer per output;
@@ -91,17 +91,24 @@ def exponents(values: np.ndarray, emin: int) -> np.ndarray:
     return e
 
 
-def _work_dtype(model: MMAModel, k: int) -> np.dtype:
-    """float32 where every scaled term and every block sum is exact in it
-    (products of at most 24 significand bits, sums below 2**24: FP8 with a
-    13-bit grid) and no product can reach a limit the unit checks, else
-    float64."""
+def _work_dtype(model: MMAModel) -> np.dtype:
+    """float32 where every product, every scaling of one by ``2**(F - E)``
+    and every term cut from it is exact in float32, else float64.
+
+    A product of significands of ``pa`` and ``pb`` bits has at most ``pa +
+    pb`` bits, and so has every truncation of it: with ``pa + pb <= 24``,
+    products no smaller than 2**-149 (the smallest subnormals' product) and
+    below 2**128, and ``2**(F - E)`` inside float32's normal range for every
+    product exponent ``E`` (at least ``emin_a + emin_b``), each is a float32
+    (FP8, FP16).  The terms are summed in float64 (exact: see the module's
+    note).  ``c``, which joins in float64, can lower ``E`` below the
+    products': :func:`_aligned_first` checks the scales of each block."""
     p = model.params
-    if p.accumulation == "pairwise" or p.products_limited:
-        return np.dtype(np.float64)
+    fa, fb = model.input_format, model.input_b_format
     F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
-    bits = model.input_format.precision + model.input_b_format.precision
-    if bits <= 24 and F + 2 + (k + 1).bit_length() <= 24:
+    if (fa.precision + fb.precision <= 24
+            and (fa.emin - fa.mantissa_bits) + (fb.emin - fb.mantissa_bits) >= -149
+            and float(fa.max) * float(fb.max) < 2.0**128 and F - (fa.emin + fb.emin) <= 126):
         return np.dtype(np.float32)
     return np.dtype(np.float64)
 
@@ -115,7 +122,7 @@ class _Block:
         self.p, self.out = p, model.output_format
         self.F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
         width = min(p.k, max(A.shape[0], 1))
-        self.narrow = _work_dtype(model, p.k) == np.float32
+        self.narrow = _work_dtype(model) == np.float32
         self.A, self.B = A, B
         self.A32 = A.astype(np.float32) if self.narrow else None
         self.B32 = B.astype(np.float32) if self.narrow else None
@@ -162,17 +169,19 @@ def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,
     both flat.  ``S``: the products' exponent sums.  ``P`` is overwritten."""
     if not len(S):  # (the odd group of a one-product block)
         size = int(np.prod(S.shape[1:]))
-        return np.full(size, ABSENT, I64), np.zeros(size)
+        return np.full(size, ABSENT, np.int32), np.zeros(size)
     E = np.maximum.reduce(S, axis=0).reshape(-1)
     absent = E <= _ZERO_EXP // 2
     if floor is not None:
         np.maximum(E, floor, out=E, where=~absent)
-    # (absent: every product is zero, any finite scale leaves it zero)
-    scale = np.ldexp(1.0, F - np.maximum(E, _FAR_BELOW)).astype(P.dtype, copy=False)
+    # (absent: every product is zero, any finite scale leaves it zero; in
+    # float32, every real E is at least F - 126: _work_dtype)
+    lowest = F - 126 if P.dtype == np.float32 else _FAR_BELOW
+    scale = np.ldexp(1.0, F - np.maximum(E, lowest)).astype(P.dtype, copy=False)
     T = P.reshape(len(P), E.size)
     np.multiply(T, scale, out=T)
     np.trunc(T, out=T)
-    E = np.where(absent, ABSENT, E)
+    E = np.where(absent, np.int32(ABSENT), E)
     return E, np.ldexp(np.add.reduce(T, axis=0, dtype=np.float64), E - F)
 
 
@@ -270,16 +279,16 @@ def _aligned_last(work: _Block, lo: int, hi: int, S: np.ndarray,
     products' groups each on their own grid, then the two-operand late
     alignments of the row model, on one integer per output."""
     p, F = work.p, work.F
-    P = work.products(lo, hi, np.float64)
+    P = work.products(lo, hi, np.float32 if work.narrow else np.float64)
     over = work.limited(lo, hi, P)
     floor = p.min_align_exponent
     if p.accumulation == "aligned":
         big, x = _grid_sum(P, S, F, floor)
-        frac = F
+        frac: Any = F
     else:  # odd_even: even and odd positions of the block, each on its own grid
         e0, x0 = _grid_sum(P[0::2], S[0::2], F, floor)
         e1, x1 = _grid_sum(P[1::2], S[1::2], F, floor)
-        big, x, frac = add_two(e0, x0, e1, x1, np.full(e0.shape, F, I64), p.align_rounding, 0, 0)
+        big, x, frac = add_two(e0, x0, e1, x1, np.int32(F), p.align_rounding, 0, 0)
     return _finish(work, join_late(p, big, x, frac, cv.reshape(-1)), over)
 
 
@@ -287,12 +296,12 @@ def _pairwise(work: _Block, lo: int, hi: int, cv: np.ndarray) -> np.ndarray:
     """``"pairwise"``: the block's products, zero-padded to ``k`` as the row
     model pads them, through the row model's tree."""
     p = work.p
-    P = work.products(lo, hi, np.float64)
+    P = work.products(lo, hi, np.float32 if work.narrow else np.float64)
     over = work.limited(lo, hi, P)
     if hi - lo == p.k:
         prods = P.reshape(p.k, -1)
     else:
-        prods = np.zeros((p.k, P.shape[1] * P.shape[2]))
+        prods = np.zeros((p.k, P.shape[1] * P.shape[2]), P.dtype)
         prods[:hi - lo] = P.reshape(hi - lo, -1)
     codes = pairwise_tree(p, prods, cv.reshape(-1))
     if over is not None:

@@ -27,6 +27,7 @@ flags that a caller sees; only the final conversion may (through
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -42,18 +43,20 @@ from ._inputs import _values, codes_formats
 from .model import MMAModel
 from .schedule import Schedule
 
-__all__ = ["LibraryGEMM", "run", "epilogue_numbers"]
+__all__ = ["LibraryGEMM", "run", "run_blocks", "epilogue_numbers"]
 
 # Operand codes of one tile of the row model: (M×N pairs) × K elements for each
 # of a and b.
 _TILE_ELEMENTS = 1 << 22
 # Outputs of one tile of the tile path: at least _TILE_OUTPUTS, and as many
-# as make _TILE_PRODUCTS products a block (up to 4 x _TILE_OUTPUTS): the work
-# arrays hold k x outputs elements (float64 and int32), 64 x 64 x 16 for the
-# units of 16 or more products, 128 x 128 x 4 for those of 4 (whose
-# per-output steps weigh more).
-_TILE_OUTPUTS = 4096
-_TILE_PRODUCTS = 1 << 16
+# as make _TILE_PRODUCTS products a block (up to 2 x _TILE_OUTPUTS): the work
+# arrays hold k x outputs elements (float64 and int32, a few MB).  Large
+# enough that each numpy step outweighs its call (threads then overlap:
+# 1.6-1.9x on 2 cores at 512^3, where tiles of 4096 outputs gained nothing),
+# the units with fewer products a block taking more outputs (their steps
+# per output weigh more).
+_TILE_OUTPUTS = 16384
+_TILE_PRODUCTS = 1 << 19
 
 Convert = Callable[[np.ndarray, Format, Format], np.ndarray]
 
@@ -89,7 +92,8 @@ def check_schedule(model: MMAModel, schedule: Schedule,
 def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: Format, *,
         c: np.ndarray | None = None, alpha: float = 1.0, beta: float = 0.0,
         scale_a: np.ndarray | None = None, scale_b: np.ndarray | None = None,
-        convert: Convert | None = None, workers: int | None = None) -> np.ndarray:
+        convert: Convert | None = None, workers: int | None = None,
+        scheduler: Any = None, timeout: float = 60.0) -> np.ndarray:
     """``D = epilogue(schedule(A @ B), C)`` as codes of ``out`` (M×N).
 
     ``a``: M×K codes of the model's input format; ``b``: K×N codes of its
@@ -99,8 +103,10 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     :func:`fpsim.array.convert` rounded by the schedule's
     ``output_rounding``); ``workers``: threads for the tiles, as
     :func:`fpsim.ops.matmul` takes them (the bits never depend on it).
-    Checked by the callers: shapes, formats, finiteness of ``alpha``,
-    ``beta`` and the scales.
+    ``scheduler``: where blocks of outputs run instead (:func:`run_blocks`;
+    ``workers`` is then the number of local Dask workers, ``timeout`` how
+    long to wait for a cluster).  Checked by the callers: shapes, formats,
+    finiteness of ``alpha``, ``beta`` and the scales.
     """
     m, K = a.shape
     n = b.shape[1]
@@ -111,6 +117,13 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     if alpha != 1 and schedule.split_merge == "inplace" and len(slices) > 1:
         raise ValueError("alpha with split_merge='inplace' (applied per slice by CUTLASS's serial "
                          "split-K) is not modelled; accepted: alpha=1")
+    if scheduler is not None:
+        if convert is not None:
+            raise ValueError("scheduler=: the blocks convert into the output by the schedule's "
+                             "output_rounding; a caller's convert= is not accepted")
+        return run_blocks(model, schedule, a, b, out, c=c, alpha=alpha, beta=beta,
+                          scale_a=scale_a, scale_b=scale_b, scheduler=scheduler,
+                          workers=workers, timeout=timeout)
     ufmt = model.output_format
     cfmt = ufmt if schedule.compute is None else _lookup(schedule.compute)
     step = Context(rounding=schedule.rounding)
@@ -135,6 +148,68 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     acc = _scale(acc, cfmt, scale_a, scale_b, step)
     return _epilogue(acc, cfmt, out, schedule, c if schedule.c_joins == "epilogue" else None,
                      alpha, beta, step, convert)
+
+
+# Multiply-adds of one block of outputs that run_blocks hands to a scheduler:
+# a few seconds of work on one core (2**30 for a 4096^3 GEMM: 64 blocks).
+_BLOCK_MACS = 1 << 30
+
+
+def run_blocks(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray,
+               out: Format, *, c: np.ndarray | None = None, alpha: float = 1.0,
+               beta: float = 0.0, scale_a: np.ndarray | None = None,
+               scale_b: np.ndarray | None = None, scheduler: Any = "local",
+               workers: int | None = None, timeout: float = 60.0) -> np.ndarray:
+    """:func:`run` on blocks of outputs (about :data:`_BLOCK_MACS`
+    multiply-adds each, every block all of K) spread over a scheduler, as
+    the sweeps take it: ``"local"``/``"threads"`` (Dask's threads),
+    ``"processes"``, a ``distributed`` scheduler's address
+    (``tcp://host:8786``) or a ``distributed.Client``; ``workers``: Dask's
+    local workers.  Each output depends on its row of A, its column of B,
+    its element of C and its scales alone, so the bits are those of
+    :func:`run`, whatever the blocks and wherever they ran
+    (``tests/test_mma_gemm.py`` compares them)."""
+    from .. import _schedulers
+
+    m, K = a.shape
+    n = b.shape[1]
+    per = max(_TILE_OUTPUTS, _BLOCK_MACS // max(K, 1))
+    bm = min(m, max(1, int(np.sqrt(per))))
+    bn = min(n, max(1, per // bm))
+    sa = None if scale_a is None else np.asarray(scale_a, np.float64)
+    sb = None if scale_b is None else np.asarray(scale_b, np.float64)
+
+    def items() -> Any:
+        for m0 in range(0, m, bm):
+            for n0 in range(0, n, bn):
+                m1, n1 = min(m, m0 + bm), min(n, n0 + bn)
+                yield ((m0, m1, n0, n1), a[m0:m1], b[:, n0:n1],
+                       None if c is None else c[m0:m1, n0:n1],
+                       sa if sa is None or sa.ndim == 0 else sa.reshape(-1)[m0:m1],
+                       sb if sb is None or sb.ndim == 0 else sb.reshape(-1)[n0:n1])
+
+    d = np.zeros((m, n), _array.code_dtype(out))
+    if not m * n:
+        return run(model, schedule, a, b, out, c=c, alpha=alpha, beta=beta, scale_a=sa,
+                   scale_b=sb)
+    work = _schedulers.runner(scheduler, workers, timeout)
+    try:
+        task = functools.partial(_block, model, schedule, out, alpha, beta)
+        for item, codes in work.map(task, items()):
+            m0, m1, n0, n1 = item[0]
+            d[m0:m1, n0:n1] = codes
+    finally:
+        work.close()
+    return d
+
+
+def _block(model: MMAModel, schedule: Schedule, out: Format, alpha: float, beta: float,
+           item: tuple[Any, ...]) -> np.ndarray:
+    """One block of :func:`run_blocks` (module level: it pickles)."""
+    _, a, b, c, sa, sb = item
+    return run(model, schedule, a, b, out, c=c, alpha=alpha, beta=beta,
+               scale_a=None if sa is None else sa.reshape(-1, 1),
+               scale_b=None if sb is None else sb.reshape(1, -1), workers=1)
 
 
 #: Set False to run every GEMM on the row model (the tests compare the two).
@@ -173,7 +248,7 @@ class _Plan:
     def tiles(self) -> list[tuple[int, int, int, int]]:
         m, n, K = self.m, self.n, self.K
         if self.fast:  # square-ish tiles: _TILE_PRODUCTS products of a block
-            outputs = min(4 * _TILE_OUTPUTS, max(_TILE_OUTPUTS, _TILE_PRODUCTS // self.unit.k))
+            outputs = min(2 * _TILE_OUTPUTS, max(_TILE_OUTPUTS, _TILE_PRODUCTS // self.unit.k))
             tm = min(m, max(1, int(np.sqrt(outputs))))
             tn = min(n, max(1, outputs // tm))
         else:  # whole rows of outputs, as many as fit the operand budget
@@ -326,6 +401,13 @@ class LibraryGEMM:
       (N,)); values exact in FP32.
     * Returns D (M×N) in the output format's dtype, or codes when ``A`` and
       ``B`` came as codes.
+    * ``workers``: threads for the output tiles (None: every CPU for large
+      GEMMs; the bits never depend on it).
+    * ``scheduler``: run blocks of outputs on Dask instead, with the options
+      the sweeps take: ``"local"`` (threads), ``"processes"``, a scheduler's
+      address such as ``"tcp://127.0.0.1:8786"`` or a ``distributed.Client``
+      (``workers``: Dask's local workers; ``timeout``: seconds to reach a
+      cluster).  Same bits (:func:`run_blocks`); needs ``fpsim[dask]``.
 
     >>> import numpy as np, fpsim.mma as mma
     >>> g = mma.cublas("h100", "fp16", out="fp16")
@@ -351,7 +433,11 @@ class LibraryGEMM:
         return f"<LibraryGEMM {label}: {self.schedule}>"
 
     def __call__(self, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0, beta: Any = None,
-                 scale_a: Any = None, scale_b: Any = None, fmt: Any = None) -> np.ndarray:
+                 scale_a: Any = None, scale_b: Any = None, fmt: Any = None,
+                 workers: int | None = None, scheduler: Any = None,
+                 timeout: float = 60.0) -> np.ndarray:
+        if scheduler is None:
+            _threads.check_workers("LibraryGEMM", workers)
         model = self.model
         fa, fb = model.input_format, model.input_b_format
         codes = codes_formats(fmt, fa, fb) is not None
@@ -367,7 +453,7 @@ class LibraryGEMM:
             raise ValueError("alpha with scale_a/scale_b: how cuBLASLt combines them is not "
                              "measured; fold alpha into scale_a")
         d = run(model, self.schedule, a, b, self.out, c=c, alpha=alpha, beta=beta,
-                scale_a=sa, scale_b=sb)
+                scale_a=sa, scale_b=sb, workers=workers, scheduler=scheduler, timeout=timeout)
         dt = _array.value_dtype(self.out)
         return d if codes or dt is None else d.view(dt)
 

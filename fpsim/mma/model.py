@@ -277,8 +277,10 @@ def join_late(p: MMAParams, big: np.ndarray, x: np.ndarray, frac: Any,
     the grid ``2**(big - frac)``; ``big`` int64, ABSENT where the sum has no
     products) and ``c`` (finite float64) aligned to the larger exponent by
     :func:`~fpsim.mma._align.add_two`; exact float64."""
-    c_exp = np.maximum(np.frexp(C)[1].astype(I64) - 1, _C_EMIN)
-    e2 = np.where(C != 0, c_exp, _C_EMIN if p.zero_c_at_emin else ABSENT)
+    c_exp = np.frexp(C)[1]
+    c_exp -= 1
+    np.maximum(c_exp, _C_EMIN, out=c_exp)
+    e2 = np.where(C != 0, c_exp, np.int32(_C_EMIN if p.zero_c_at_emin else ABSENT))
     return add_two(big, x, e2, C, frac, p.align_rounding, p.late_extra_bits, 0)[1]
 
 
@@ -290,12 +292,13 @@ def unrounded(big: np.ndarray, total: np.ndarray, frac: Any) -> np.ndarray:
 
 
 def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """``"pairwise"``: ``products`` (shape ``(k, rows)``, exact float64, ``k``
-    a power of two) rounded to the output format (nearest even), summed as a
-    balanced tree of additions ``(p0+p1)+(p2+p3)`` each rounded by
-    ``rounding``, then ``c + sum``; with ``output_subnormals=False`` every
-    subnormal product, partial sum and result is flushed to zero.  Codes of
-    the output format, shape ``(rows,)``.
+    """``"pairwise"``: ``products`` (shape ``(k, rows)``, exact float64, or
+    float32 where every product is exact in it; ``k`` a power of two)
+    rounded to the output format (nearest even), summed as a balanced tree
+    of additions ``(p0+p1)+(p2+p3)`` each rounded by ``rounding``, then
+    ``c + sum``; with ``output_subnormals=False`` every subnormal product,
+    partial sum and result is flushed to zero.  Codes of the output format,
+    shape ``(rows,)``.
 
     The additions are :func:`fpsim.array.add`; into FP32 with nearest even,
     on a machine whose float32 addition is IEEE's
@@ -353,7 +356,7 @@ def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
     (:func:`fpsim.array._native.round_fp32`) where they are normal and by
     the kernel elsewhere; ``C`` holds FP32 values (exact in float32)."""
     if exact:
-        v = products.astype(np.float32)
+        v = products.astype(np.float32, copy=False)
     else:
         flat = products.reshape(-1)
         codes, _, done = _native.round_fp32(flat, None, Rounding.RNE)

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .._schedulers import check_seconds, runner
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
 from ..modes import STOCHASTIC
 from ..testing._compare import _check_options
-from ..testing._schedulers import check_seconds, runner
 from ..testing.tally import Partial, Tolerance
 from . import _candidate, _progress
 from ._result import SweepReport

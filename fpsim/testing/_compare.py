@@ -429,7 +429,7 @@ def run_files(a: Dump, b: Dump, shape: tuple[int, ...], fmt: Format | None, runn
               labels: tuple[str, str], hint: str, max_kappa: int | None = None) -> Report:
     """:func:`run` on two dumps on disk (:func:`fpsim.testing._dumps.read`)
     of as many elements, compared in flat order and reported in ``shape``,
-    chunk by chunk on ``runner`` (see :mod:`fpsim.testing._schedulers`):
+    chunk by chunk on ``runner`` (see :mod:`fpsim._schedulers`):
     each chunk reads its slice of both files where it runs, so the files
     must be readable there.  A file that changed while it was read raises
     :class:`~fpsim.testing._dumps.DumpError`."""
