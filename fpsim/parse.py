@@ -291,8 +291,10 @@ def _from_numpy_scalar(x: Any) -> tuple[Any, ...]:
         raise TypeError(f"cannot read numpy dtype {x.dtype} as a number; accepted: {ACCEPTED}")
     np = sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray):
-        ma = sys.modules.get("numpy.ma")
-        if ma is not None and isinstance(x, ma.MaskedArray):
+        # (numpy.ma not imported, or being imported by another thread: x
+        # cannot be a masked array)
+        masked = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
+        if masked is not None and isinstance(x, masked):
             raise TypeError("cannot read a numpy masked array as a number (its mask would be "
                             "lost); pass x.filled(value) or x.data")
         # A 0-d array may hold its bytes in either order; its element is a

@@ -319,6 +319,18 @@ def test_the_data_of_a_masked_array_is_accepted():
     assert float(ops.sum(MASKED.data)) == 6.0
 
 
+def test_numpy_ma_being_imported_by_another_thread_breaks_no_call(monkeypatch):
+    # A Dask worker imports numpy.ma in one thread while a task runs in
+    # another: the check for masked arrays saw the half-made module and
+    # raised AttributeError (found running library GEMMs on a cluster).
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "numpy.ma", types.ModuleType("numpy.ma"))
+    assert array.decode(np.array([0x3C00], np.uint16), "fp16").tolist() == [1.0]
+    assert fpsim.FP16.round(np.array(1.5)).value == 1.5
+
+
 # -- numbers that would size an allocation are bounded where they enter -----------------------
 
 def test_delayed_scaling_refuses_a_history_too_long_to_hold():

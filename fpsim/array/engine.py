@@ -94,8 +94,10 @@ def as_array(x: Any) -> np.ndarray:
     """``x`` as a numpy array without copying where numpy can view it:
     through ``__array__`` (numpy arrays, PyTorch CPU tensors, ...) or, for
     objects that only speak DLPack, :func:`numpy.from_dlpack`."""
-    ma = sys.modules.get("numpy.ma")  # (not imported: x cannot be a masked array)
-    if ma is not None and isinstance(x, ma.MaskedArray):
+    # Not imported, or still being imported by another thread: x cannot be a
+    # masked array (its class would exist).
+    masked = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
+    if masked is not None and isinstance(x, masked):
         # Its masked elements hold whatever data lies under the mask (numpy
         # arithmetic on it can leave -inf or garbage there): reading them as
         # values would be silently wrong, and skipping them is no IEEE rule.

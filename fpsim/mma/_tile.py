@@ -20,7 +20,8 @@ gathered copy of any operand:
 * the integers are summed in float64: each is below ``2**(F + 2) <=
   2**33``, a block of at most 257 of them below ``2**42``, so the sum is
   exact in any order; the products and terms themselves are float32 where
-  each is exact in it (FP8 and FP16 inputs: :func:`_work_dtype`);
+  each is exact in it (FP8 and FP16 inputs, and normal data of the others:
+  :func:`_narrow`);
 * where ``c`` joins last (CDNA3), the two groups of ``"odd_even"`` and then
   ``c`` are added by the row model's own two-operand alignment
   (:func:`~fpsim.mma.model.join_late`) on one integer per output;
@@ -91,26 +92,35 @@ def exponents(values: np.ndarray, emin: int) -> np.ndarray:
     return e
 
 
-def _work_dtype(model: MMAModel) -> np.dtype:
-    """float32 where every product, every scaling of one by ``2**(F - E)``
-    and every term cut from it is exact in float32, else float64.
+def _narrow(model: MMAModel, A: np.ndarray, B: np.ndarray) -> bool:
+    """Whether float32 holds exactly every product of a tile's operands
+    ``A``, ``B`` (float64 values), every scaling of one by ``2**(F - E)``
+    and every term cut from it.
 
     A product of significands of ``pa`` and ``pb`` bits has at most ``pa +
-    pb`` bits, and so has every truncation of it: with ``pa + pb <= 24``,
-    products no smaller than 2**-149 (the smallest subnormals' product) and
-    below 2**128, and ``2**(F - E)`` inside float32's normal range for every
-    product exponent ``E`` (at least ``emin_a + emin_b``), each is a float32
-    (FP8, FP16).  The terms are summed in float64 (exact: see the module's
-    note).  ``c``, which joins in float64, can lower ``E`` below the
-    products': :func:`_aligned_first` checks the scales of each block."""
+    pb`` bits, and so has every truncation of it.  With ``pa + pb <= 24``
+    (FP8, FP16, BF16, TF32) it suffices that every product lies in
+    float32's range and ``2**(F - E)`` inside its normal range for every
+    block exponent ``E``: for all operands of the formats (FP8 and FP16:
+    products no smaller than 2**-149, below 2**128, ``E >= emin_a +
+    emin_b``), else for the tile's own nonzero magnitudes (normal data in
+    BF16 and TF32: products from ``2**(F - 125)`` to below ``2**127``).  The
+    terms are summed in float64 (exact: see the module's note).  ``c``,
+    which joins in float64, can lower ``E`` below the products':
+    :func:`_aligned_first` checks the scales of each block."""
     p = model.params
     fa, fb = model.input_format, model.input_b_format
     F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
-    if (fa.precision + fb.precision <= 24
-            and (fa.emin - fa.mantissa_bits) + (fb.emin - fb.mantissa_bits) >= -149
+    if fa.precision + fb.precision > 24:
+        return False
+    if ((fa.emin - fa.mantissa_bits) + (fb.emin - fb.mantissa_bits) >= -149
             and float(fa.max) * float(fb.max) < 2.0**128 and F - (fa.emin + fb.emin) <= 126):
-        return np.dtype(np.float32)
-    return np.dtype(np.float64)
+        return True
+    ma, mb = np.abs(A), np.abs(B)
+    if not (ma.any() and mb.any()):
+        return True
+    low = float(ma[ma > 0].min()) * float(mb[mb > 0].min())
+    return low >= 2.0 ** (F - 125) and float(ma.max()) * float(mb.max()) < 2.0**127
 
 
 class _Block:
@@ -122,7 +132,7 @@ class _Block:
         self.p, self.out = p, model.output_format
         self.F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
         width = min(p.k, max(A.shape[0], 1))
-        self.narrow = _work_dtype(model) == np.float32
+        self.narrow = _narrow(model, A, B)
         self.A, self.B = A, B
         self.A32 = A.astype(np.float32) if self.narrow else None
         self.B32 = B.astype(np.float32) if self.narrow else None
@@ -175,7 +185,7 @@ def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,
     if floor is not None:
         np.maximum(E, floor, out=E, where=~absent)
     # (absent: every product is zero, any finite scale leaves it zero; in
-    # float32, every real E is at least F - 126: _work_dtype)
+    # float32, every real E is at least F - 126: _narrow)
     lowest = F - 126 if P.dtype == np.float32 else _FAR_BELOW
     scale = np.ldexp(1.0, F - np.maximum(E, lowest)).astype(P.dtype, copy=False)
     T = P.reshape(len(P), E.size)

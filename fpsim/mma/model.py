@@ -352,12 +352,15 @@ def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
     """The tree of :func:`pairwise_tree` by the machine's IEEE float32
     addition (nearest even; overflow gives infinity, as in the kernel), NaNs
     given the kernel's default code.  The products are cast where every one
-    is ``exact`` in FP32, else rounded by the kernel's machine fast path
+    is ``exact`` in FP32 or the cast changed none, else rounded by the
+    kernel's machine fast path
     (:func:`fpsim.array._native.round_fp32`) where they are normal and by
     the kernel elsewhere; ``C`` holds FP32 values (exact in float32)."""
-    if exact:
+    with np.errstate(over="ignore"):
         v = products.astype(np.float32, copy=False)
-    else:
+    # where every product is exact, or the cast shows it was (equal values: a
+    # cast that rounded, overflowed or flushed would differ)
+    if not (exact or np.array_equal(v, products)):
         flat = products.reshape(-1)
         codes, _, done = _native.round_fp32(flat, None, Rounding.RNE)
         if not done.all():
