@@ -143,11 +143,15 @@ def nearest_even_bits(v: np.ndarray, fmt: Any, dtype: Any) -> tuple[np.ndarray, 
     mag = np.abs(v)
     bits = mag.view(U64)
     with np.errstate(over="ignore", invalid="ignore"):
-        bits = (bits + (U64((1 << (drop - 1)) - 1) + ((bits >> U64(drop)) & U64(1)))) & U64(
-            ~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
-        r = bits.view(np.float64)
-        done = (mag >= float(fmt.min_normal)) & (r <= float(fmt.max))  # NaN compares false
-        out = np.copysign(r, v).astype(dtype)
+        up = bits >> U64(drop)
+        up &= U64(1)
+        up += U64((1 << (drop - 1)) - 1)
+        up += bits
+        up &= U64(~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
+        r = up.view(np.float64)
+        done = mag >= float(fmt.min_normal)
+        done &= r <= float(fmt.max)  # NaN compares false
+        out = np.copysign(r, v, out=r).astype(dtype)
     return out, done
 
 

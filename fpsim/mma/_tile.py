@@ -271,7 +271,8 @@ def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
     scale = np.ldexp(1.0, F - E)  # exact powers of two (absent outputs: unused)
     # float32 where its exponent range holds every scale (a tiny c can push
     # E far down), else float64
-    use32 = work.narrow and (absent.all() or int((F - E)[~absent].max()) < 100)
+    use32 = work.narrow and (F - int(E.min()) < 100 or absent.all()
+                             or int((F - E)[~absent].max()) < 100)
     P = work.products(lo, hi, np.float32 if use32 else np.float64)
     over = work.limited(lo, hi, P)
     np.multiply(P, scale.astype(P.dtype), out=P)
