@@ -66,11 +66,13 @@ def usable(key: tuple[Any, ...]) -> bool:
     return key[0] in MODES and rounds_to_nearest()
 
 
-def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding, flags: bool = True
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """FP32 codes (uint32) and flags of the values ``v`` (float64, with
     ``sticky`` as in the kernel), and which lanes are done; the others'
     codes and flags are meaningless and must be rounded by the kernel.
+    ``flags=False`` (the matrix units, which raise none): no flags (None),
+    and round to nearest even without ``sticky`` is the cast alone.
 
     The caller checks :func:`usable` once per call.
     """
@@ -80,6 +82,8 @@ def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
         mag_r = np.abs(r).astype(np.float64)
     done = (mag_v >= _MIN_NORMAL) & (mag_r < _MAX)  # NaN compares false
     codes = r.view(np.uint32)
+    if not flags and sticky is None and mode is Rounding.RNE:
+        return codes, None, done
     above = mag_v > mag_r
     below = mag_v < mag_r
     inexact = above | below
@@ -106,8 +110,7 @@ def round_fp32(v: np.ndarray, sticky: np.ndarray | None, mode: Rounding
         codes += away
     if toward is not None:
         codes -= toward
-    flags = inexact.view(U8) * U8(INEXACT)
-    return codes, flags, done
+    return codes, inexact.view(U8) * U8(INEXACT) if flags else None, done
 
 
 def truncate_fp32(v: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -128,18 +131,19 @@ def truncate_fp32(v: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return codes, done
 
 
-def nearest_even_bits(v: np.ndarray, fmt: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+def nearest_even_bits(v: np.ndarray, fmt: Any) -> tuple[np.ndarray, np.ndarray]:
     """Round to nearest even into a binary format ``fmt`` narrower than
-    float64 whose values ``dtype`` holds (FP16, BF16): values of ``dtype``
-    and which lanes are done.  For a normal float64 ``v`` whose magnitude lies in
+    float64 with IEEE-style codes (FP16, BF16): codes (uint64) and which
+    lanes are done.  For a normal float64 ``v`` whose magnitude lies in
     ``fmt``'s normal range, adding ``2**(d-1) - 1`` plus the kept last bit to
     the float64 bit pattern and clearing its low ``d = 52 - mantissa_bits``
     bits is round-to-nearest-even to ``fmt``'s precision (a carry out of the
-    fraction steps the exponent, as it should); the result is then exact in
-    ``fmt``, so the cast is exact whatever the unit's rounding mode.  Zeros,
-    subnormal and overflowing results, infinities and NaNs are not done (the
-    kernel's).  No flags: the callers (matrix units) raise none."""
-    drop = 52 - fmt.mantissa_bits
+    fraction steps the exponent, as it should); the pattern's top bits are
+    then ``fmt``'s code but for the exponent's bias.  Zeros, subnormal and
+    overflowing results, infinities and NaNs are not done (the kernel's).
+    No flags: the callers (matrix units) raise none."""
+    m = fmt.mantissa_bits
+    drop = 52 - m
     mag = np.abs(v)
     bits = mag.view(U64)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -148,11 +152,12 @@ def nearest_even_bits(v: np.ndarray, fmt: Any, dtype: Any) -> tuple[np.ndarray, 
         up += U64((1 << (drop - 1)) - 1)
         up += bits
         up &= U64(~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
-        r = up.view(np.float64)
         done = mag >= float(fmt.min_normal)
-        done &= r <= float(fmt.max)  # NaN compares false
-        out = np.copysign(r, v, out=r).astype(dtype)
-    return out, done
+        done &= up.view(np.float64) <= float(fmt.max)  # NaN compares false
+        up >>= U64(drop)
+        up -= U64(((1023 - fmt.bias) << m) & 0xFFFFFFFFFFFFFFFF)  # (lanes not done: garbage)
+        up += np.signbit(v) * U64(1 << (fmt.width - 1))
+    return up, done
 
 
 # -- sequential FP32 sums ----------------------------------------------------------------------

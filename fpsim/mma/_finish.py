@@ -25,7 +25,7 @@ import numpy as np
 from .. import array as _array
 from ..array import _native
 from ..context import Context
-from ..formats import FP32, Format
+from ..formats import BF16, FP16, FP32, Format
 from ..modes import Rounding
 from ..rounding import OVERFLOW, nan_code
 
@@ -64,16 +64,18 @@ def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int 
         codes32, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
         codes = codes32.astype(np.uint64)
     elif out == FP32 and whole and _native.usable((Rounding(mode),)):
-        codes32, _, done = _native.round_fp32(value, None, Rounding(mode))
+        codes32, _, done = _native.round_fp32(value, None, Rounding(mode), flags=False)
         codes = codes32.astype(np.uint64)
-    elif mode == "rne" and whole and out.width < 32 and _array.value_dtype(out) is not None:
-        rounded, done = _native.nearest_even_bits(value, out, _array.value_dtype(out))
-        codes = _array.engine.raw_codes(rounded, out).astype(np.uint64)
+    elif mode == "rne" and whole and out in (FP16, BF16):
+        codes, done = _native.nearest_even_bits(value, out)
     else:
         return _round_kernel(value, out, mode, result_bits, output_subnormals)
     if not done.all():
-        rest = ~done
-        codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
+        zero = value == 0  # (+0, the rule above: no call of the kernel for them)
+        codes[zero] = 0
+        rest = ~(done | zero)
+        if rest.any():
+            codes[rest] = _round_kernel(value[rest], out, mode, result_bits, output_subnormals)
     return codes
 
 

@@ -83,13 +83,14 @@ def flush_inputs(values: np.ndarray, fmt: Format, model: MMAModel) -> np.ndarray
 
 
 def exponents(values: np.ndarray, emin: int) -> np.ndarray:
-    """``max(floor(log2|x|), emin)`` as int32, ``_ZERO_EXP`` for zeros
-    (finite float64 ``values``)."""
-    e = np.frexp(values)[1].astype(np.int32)
+    """``max(floor(log2|x|), emin)`` as int16, ``_ZERO_EXP`` for zeros
+    (finite float64 ``values``; the sum of two, down to ``2 * _ZERO_EXP``,
+    still fits: int16 halves the traffic of the per-product passes)."""
+    e = np.frexp(values)[1]
     e -= 1
     np.maximum(e, emin, out=e)
     e[values == 0] = _ZERO_EXP
-    return e
+    return e.astype(np.int16)
 
 
 def _narrow(model: MMAModel, A: np.ndarray, B: np.ndarray) -> bool:
@@ -136,7 +137,7 @@ class _Block:
         self.A, self.B = A, B
         self.A32 = A.astype(np.float32) if self.narrow else None
         self.B32 = B.astype(np.float32) if self.narrow else None
-        self.esum = np.empty((width, mt, nt), np.int32)
+        self.esum = np.empty((width, mt, nt), np.int16)
         self.prod: dict[Any, np.ndarray] = {}
         self.shape = (mt, nt)
         # the largest operand magnitude per product: a block whose bound stays
@@ -192,7 +193,19 @@ def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,
     np.multiply(T, scale, out=T)
     np.trunc(T, out=T)
     E = np.where(absent, np.int32(ABSENT), E)
-    return E, np.ldexp(np.add.reduce(T, axis=0, dtype=np.float64), E - F)
+    return E, np.ldexp(_plane_sum(T), E - F)
+
+
+def _plane_sum(T: np.ndarray) -> np.ndarray:
+    """The sum over the first axis, in float64 (exact: the module's note);
+    plane by plane for a few planes, where numpy's reduction with a cast
+    costs more."""
+    if len(T) > 8 or not len(T):
+        return np.add.reduce(T, axis=0, dtype=np.float64)
+    total = T[0].astype(np.float64)
+    for plane in T[1:]:
+        total += plane
+    return total
 
 
 def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
@@ -220,7 +233,7 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
         for lo in range(0, max(K, 1), p.k):
             hi = min(K, lo + p.k)
             if codes is not None:
-                cv = _array.decode(codes, out).reshape(mt, nt)
+                cv = _values(codes, out).reshape(mt, nt)
             cin = cv
             if not p.output_subnormals:
                 cin = np.where(np.abs(cv) < 2.0 ** out.emin, 0.0, cv)
@@ -244,6 +257,15 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
     return codes.reshape(mt, nt)
 
 
+def _values(codes: np.ndarray, out: Format) -> np.ndarray:
+    """The float64 values of codes of the unit's output format (FP32, FP16,
+    BF16: its numpy dtype holds them, and widening is exact)."""
+    dt = _array.value_dtype(out)
+    if dt is None:
+        return _array.decode(codes, out)
+    return codes.astype(_array.code_dtype(out), copy=False).view(dt).astype(np.float64)
+
+
 def _finish(work: _Block, value: np.ndarray, over: Any) -> np.ndarray:
     p = work.p
     if over is not None:
@@ -259,8 +281,9 @@ def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
     """``"aligned"``, ``c`` one more term aligned with the products."""
     p, F = work.p, work.F
     w = hi - lo
-    E = np.maximum.reduce(S, axis=0) if w else np.full(work.shape, _ZERO_EXP, np.int32)
-    ec = np.frexp(cv)[1].astype(np.int32)
+    E = (np.maximum.reduce(S, axis=0).astype(np.int32) if w
+         else np.full(work.shape, _ZERO_EXP, np.int32))
+    ec = np.frexp(cv)[1].astype(np.int32, copy=False)
     ec -= 1
     np.maximum(ec, _C_EMIN, out=ec)
     ec[cv == 0] = _ZERO_EXP
@@ -277,8 +300,10 @@ def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
     over = work.limited(lo, hi, P)
     np.multiply(P, scale.astype(P.dtype), out=P)
     np.trunc(P, out=P)
-    total = np.add.reduce(P, axis=0, dtype=np.float64)
-    total += np.trunc(cv * scale)
+    total = _plane_sum(P)
+    cut = np.multiply(cv, scale)
+    np.trunc(cut, out=cut)
+    total += cut
     value = np.ldexp(total, E - F)
     value[absent] = 0.0
     return _finish(work, value.reshape(-1), over)

@@ -362,7 +362,7 @@ def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
     # cast that rounded, overflowed or flushed would differ)
     if not (exact or np.array_equal(v, products)):
         flat = products.reshape(-1)
-        codes, _, done = _native.round_fp32(flat, None, Rounding.RNE)
+        codes, _, done = _native.round_fp32(flat, None, Rounding.RNE, flags=False)
         if not done.all():
             rest = ~done
             codes[rest] = _array.encode(flat[rest], FP32, Context())
