@@ -160,7 +160,7 @@ def run_blocks(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray
                beta: float = 0.0, scale_a: np.ndarray | None = None,
                scale_b: np.ndarray | None = None, scheduler: Any = "local",
                workers: int | None = None, timeout: float = 60.0) -> np.ndarray:
-    """:func:`run` on blocks of outputs (about :data:`_BLOCK_MACS`
+    """:func:`run` on blocks of outputs (about ``_BLOCK_MACS`` = 2**30
     multiply-adds each, every block all of K) spread over a scheduler, as
     the sweeps take it: ``"local"``/``"threads"`` (Dask's threads),
     ``"processes"``, a ``distributed`` scheduler's address
@@ -407,7 +407,8 @@ class LibraryGEMM:
       the sweeps take: ``"local"`` (threads), ``"processes"``, a scheduler's
       address such as ``"tcp://127.0.0.1:8786"`` or a ``distributed.Client``
       (``workers``: Dask's local workers; ``timeout``: seconds to reach a
-      cluster).  Same bits (:func:`run_blocks`); needs ``fpsim[dask]``.
+      cluster).  Same bits (:func:`fpsim.mma.gemm.run_blocks`); needs
+      ``fpsim[dask]``.
 
     >>> import numpy as np, fpsim.mma as mma
     >>> g = mma.cublas("h100", "fp16", out="fp16")
