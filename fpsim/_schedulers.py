@@ -88,6 +88,10 @@ class Distributed:
     or a ``distributed.Client``."""
 
     def __init__(self, where: Any, timeout: float) -> None:
+        if not isinstance(where, str) and type(where).__name__ != "Client":
+            raise TypeError(f"scheduler must be None, a name (local, threads, processes), a "
+                            f"Dask scheduler's address or a distributed.Client; got "
+                            f"{type(where).__name__}")
         distributed = _need("distributed", "a Dask cluster address")
         if isinstance(where, distributed.Client):
             self.client, self._own = where, False

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 # Elements of work (results, or multiply-adds of a GEMM) below which a call
 # runs in one thread whatever workers= says: measured on the project's
 # 2-core machine, a pool only pays for itself from about a million.
@@ -107,7 +109,8 @@ def run_pieces(fn: Callable[[Any], Any], pieces: Iterable[Any], threads: int) ->
     taking the next piece not yet taken (results in the order of
     ``pieces``; once a piece raises, no other piece starts, and the
     exception of the first piece that raised, in the order of ``pieces``,
-    is raised here after every running piece has stopped)."""
+    is raised here after every running piece has stopped).  Every piece
+    runs under the calling thread's numpy error state (:func:`numpy.errstate`)."""
     items = list(pieces)
     if threads <= 1 or len(items) <= 1 or getattr(_RUNNING, "active", False):
         return [fn(p) for p in items]
@@ -129,12 +132,21 @@ def run_pieces(fn: Callable[[Any], Any], pieces: Iterable[Any], threads: int) ->
         finally:
             _RUNNING.active = False
 
-    helpers = [_pool().submit(runner) for _ in range(min(threads, len(items)) - 1)]
+    # The pool's threads run the pieces under the numpy error state of the
+    # calling thread (numpy keeps one per thread): a piece reports, or
+    # ignores, what it would in the caller's thread (fpsim._errstate).
+    state, call = np.geterr(), np.geterrcall()
+
+    def helper() -> None:
+        with np.errstate(call=call, **state):
+            runner()
+
+    helpers = [_pool().submit(helper) for _ in range(min(threads, len(items)) - 1)]
     try:
         runner()
     finally:
-        for helper in helpers:
-            helper.result()
+        for future in helpers:
+            future.result()
     if failed:
         raise failed[min(failed)]
     return results

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -490,6 +491,8 @@ def round_to_integral(a: Float, exact: bool = False, ctx: Context | None = None,
     >>> round_to_integral(FP16.round(2.5), rounding="rna")
     Float(fp16, 0x4200, 3)
     """
+    if exact is not True and exact is not False and not _is_numpy_bool(exact):
+        raise TypeError(f"round_to_integral(): exact must be True or False, got {exact!r}")
     fmt, env, (ca, na, sa, ea) = _unary("round_to_integral", a, ctx, overrides)
     if ca >= QNAN:
         return _nan_result(env, fmt, a)
@@ -501,6 +504,11 @@ def round_to_integral(a: Float, exact: bool = False, ctx: Context | None = None,
     kept, inexact = quantize(sa, 1, ea, 0, na, key[0], rand, key[5])
     # The integral value is exact in the format: the kernel only encodes it.
     return _finish(env, fmt, na, kept, 1, 0, INEXACT if exact and inexact else 0)
+
+
+def _is_numpy_bool(x: Any) -> bool:
+    np = sys.modules.get("numpy")  # (not imported: x is no numpy bool)
+    return np is not None and isinstance(x, np.bool_)
 
 
 def scaleb(a: Float, n: int, ctx: Context | None = None, **overrides: Any) -> Float:

@@ -163,8 +163,19 @@ class Context:
         self._flags[0] = 0
 
     def raise_flags(self, flags: Flag | int) -> None:
-        """OR ``flags`` into the sticky flags."""
-        self._flags[0] |= int(Flag(flags).value)
+        """OR ``flags`` into the sticky flags: an :class:`~fpsim.Flag` (one
+        or a combination) or an int of flag bits from 0 to 31."""
+        if isinstance(flags, Flag):
+            self._flags[0] |= flags.value
+            return
+        if isinstance(flags, bool) or not isinstance(flags, numbers.Integral):
+            raise TypeError(f"flags must be an fpsim.Flag or an int of flag bits, got "
+                            f"{type(flags).__name__}")
+        if not 0 <= flags < 32:
+            raise ValueError(f"flags={flags} is not a combination of fpsim.Flag members; "
+                             "accepted a Flag or an int from 0 to 31 (INVALID=1, "
+                             "DIVIDE_BY_ZERO=2, OVERFLOW=4, UNDERFLOW=8, INEXACT=16)")
+        self._flags[0] |= int(flags)
 
     def random_bits(self, bits: int | None = None) -> int:
         """Draw one stochastic-rounding random integer in ``[0, 2**bits)``
@@ -209,6 +220,15 @@ class Context:
         return new
 
     __copy__ = copy
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling and :func:`copy.deepcopy`: the settings, the flags and the
+        rng, through the constructor (which checks them again).  The rng
+        travels with its state, so the copy draws the random bits the
+        original would draw next (``copy.deepcopy`` copies it; the copy of
+        :meth:`copy` shares it)."""
+        return (type(self), (self.rounding, self.saturate, self.ftz, self.daz, self.tininess,
+                             self.sr_bits, self.nan, self._rng, self.flags))
 
     def __repr__(self) -> str:
         sat = self.saturate

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from ._locks import ForkSafeLock
+
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
     from .value import Float
@@ -341,10 +343,31 @@ class Format:
             f"mantissa_bits={self.mantissa_bits}, bias={self.bias}{extra})"
         )
 
+    # A Format is immutable: a copy is the format itself, and a pickled one
+    # comes back as the registered or IEEE P3109 format it is where there is
+    # one (pickle.loads(pickle.dumps(FP16)) is FP16), else as an equal Format.
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Format, (self.name, self.exponent_bits, self.mantissa_bits, self.bias,
-                         self.specials, self.subnormals, self.signed, self.aliases,
-                         self.infinities, self.code_parity))
+        return (_unpickle, (self.name, self.exponent_bits, self.mantissa_bits, self.bias,
+                            self.specials, self.subnormals, self.signed, self.aliases,
+                            self.infinities, self.code_parity))
+
+    def __copy__(self) -> Format:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Format:
+        return self
+
+
+def _unpickle(*parameters: Any) -> Format:
+    """A pickled Format (its constructor's arguments, checked again): the
+    registered or IEEE P3109 format of that name where it is the same format,
+    aliases included; else a new Format."""
+    fmt = Format(*parameters)
+    try:
+        known = format(fmt.name)
+    except ValueError:
+        return fmt
+    return known if known == fmt and known.aliases == fmt.aliases else fmt
 
 
 def _pow2(n: int) -> Fraction:
@@ -411,19 +434,27 @@ MAX_MANTISSA_BITS = 4096
 
 # -- registry -----------------------------------------------------------------
 
+# The registry and the P3109 formats made so far are shared by every thread:
+# lookups are single dict reads; a registration (its check and its
+# insertions, as one step) and every walk over either dict hold _LOCK.
 _REGISTRY: dict[str, Format] = {}
+_LOCK = ForkSafeLock(reentrant=True)
 
 
 def register(fmt: Format) -> Format:
-    """Make ``fmt`` findable by :func:`format` under its name and aliases."""
+    """Make ``fmt`` findable by :func:`format` under its name and aliases
+    (safe to call from several threads: of two different formats
+    registered under one name at once, one is registered, the other
+    refused)."""
     if not isinstance(fmt, Format):
         raise TypeError(f"register() takes a Format, got {type(fmt).__name__}")
-    for key in (fmt.name.lower(), *fmt.aliases):
-        known = _REGISTRY.get(key)
-        if known is not None and known != fmt:
-            raise ValueError(f"format name {key!r} is already used by {known.name}")
-    for key in (fmt.name.lower(), *fmt.aliases):
-        _REGISTRY[key] = fmt
+    with _LOCK:
+        for key in (fmt.name.lower(), *fmt.aliases):
+            known = _REGISTRY.get(key)
+            if known is not None and known != fmt:
+                raise ValueError(f"format name {key!r} is already used by {known.name}")
+        for key in (fmt.name.lower(), *fmt.aliases):
+            _REGISTRY[key] = fmt
     return fmt
 
 
@@ -466,10 +497,12 @@ def formats() -> list[Format]:
     >>> [f.name for f in formats()][:3]
     ['fp64', 'fp32', 'tf32']
     """
+    with _LOCK:  # (another thread may be registering or making formats)
+        registered, made = list(_REGISTRY.values()), list(_P3109.values())
     seen: dict[str, Format] = {}
-    for f in _REGISTRY.values():
+    for f in registered:
         seen.setdefault(f.name, f)
-    family = {id(f) for f in _P3109.values()}
+    family = {id(f) for f in made}
 
     def key(f: Format) -> tuple[Any, ...]:
         if id(f) in family:
@@ -563,7 +596,8 @@ def p3109(k: int, p: int, signed: bool = True, extended: bool = True) -> Format:
         fmt = Format(f"binary{tag}", e, p - 1, 1 << (e - 1),
                      Specials.FNUZ if signed else Specials.FN, signed=signed,
                      aliases=(f"p3109_k{tag}",), infinities=extended, code_parity=p == 1)
-        _P3109[key] = fmt
+        with _LOCK:  # one object per format, whichever thread made it first
+            fmt = _P3109.setdefault(key, fmt)
     return fmt
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Nothing from fpsim.formats at run time: Context holds a NanPolicy, and
 # formats' round() conveniences import the scalar layer that imports Context.
@@ -72,6 +72,13 @@ class NanPolicy:
 
     def __str__(self) -> str:
         return self.name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A preset comes back as the preset itself (policy("x86") is X86).
+        if _POLICIES.get(self.name) == self:
+            return (policy, (self.name,))
+        return (NanPolicy, (self.name, self.propagate, self.prefer_signaling,
+                            self.default_negative, self.source))
 
 
 IEEE = NanPolicy(

@@ -52,7 +52,7 @@ from typing import Any
 from ._digits import SHORT_DIGITS, int_from_digits
 from .formats import FP64, MAX_EXPONENT_BITS, MAX_MANTISSA_BITS, format
 
-__all__ = ["exact", "is_far", "ACCEPTED", "FAR_DECIMAL"]
+__all__ = ["exact", "is_far", "fraction", "ACCEPTED", "FAR_DECIMAL"]
 
 ACCEPTED = ("int, float, fractions.Fraction, decimal.Decimal, numpy/ml_dtypes scalar, "
             "fpsim.Float, or a string: decimal ('1e-5', any length), rational ('1/3'), "
@@ -269,6 +269,22 @@ def _ratio(negative: bool, num: str, den: str, e10: int) -> tuple[Any, ...]:
 _FAR_POWER: list[int] = []
 
 
+def fraction(src: tuple[Any, ...]) -> Fraction:
+    """The exact value of a finite result of :func:`exact` as a Fraction (a
+    value beyond every format's range as its stand-in ``±10**±FAR_DECIMAL``,
+    which rounds alike in every format: the cost is bounded whatever the
+    magnitude that was written).
+
+    >>> fraction(exact("0.375")), fraction(exact(Decimal("-1e-3")))
+    (Fraction(3, 8), Fraction(-1, 1000))
+    """
+    if src[0] != "finite":
+        raise ValueError(f"fraction() takes a finite value, got {src[0]}")
+    _, negative, num, den, exp = src
+    v = Fraction(num << exp, den) if exp >= 0 else Fraction(num, den << -exp)
+    return -v if negative else v
+
+
 def _far_power() -> int:
     """5**FAR_DECIMAL (computed once)."""
     if not _FAR_POWER:
@@ -311,10 +327,19 @@ def _from_numpy_scalar(x: Any) -> tuple[Any, ...]:
         code = int(x.view(f"u{x.dtype.itemsize}"))
         return ("code", fmt, code)
     if kind == "f" or kind == "V":
+        # A wider float (np.longdouble) is read by its exact ratio, never
+        # through float(), which would round it, or overflow it to inf.
         as_ratio = getattr(x, "as_integer_ratio", None)
-        if as_ratio is not None and math.isfinite(float(x)):
-            n, d = as_ratio()
-            return ("finite", n < 0 or (n == 0 and math.copysign(1.0, float(x)) < 0),
-                    abs(n), d, 0)
-        return _from_float(float(x))
+        if as_ratio is not None:
+            try:
+                n, d = as_ratio()
+            except (OverflowError, ValueError):  # an infinity, a NaN
+                pass
+            else:
+                return ("finite", n < 0 or (n == 0 and math.copysign(1.0, float(x)) < 0),
+                        abs(n), d, 0)
+        try:
+            return _from_float(float(x))
+        except (TypeError, ValueError):  # (a structured scalar, ...)
+            pass
     raise TypeError(f"cannot read numpy dtype {x.dtype} as a number; accepted: {ACCEPTED}")

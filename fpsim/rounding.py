@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
 
 __all__ = ["round_exact", "round_key", "quantize", "stochastic_up", "infinity_code",
-           "nan_code", "nan_or_error",
+           "nan_code", "nan_or_error", "check_random_bits",
            "INVALID", "DIVIDE_BY_ZERO", "OVERFLOW", "UNDERFLOW", "INEXACT"]
 
 # Flag bits as plain ints (the values of fpsim.Flag) so the kernel never
@@ -95,6 +95,8 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
     >>> quantize(5, 2, 0, 0, True, Rounding.RDN)     # -2.5 toward -inf: magnitude 3
     (3, True)
     """
+    if mode in STOCHASTIC:
+        rand = _random(rand, sr_bits)
     if den == 1:
         shift = q - exp
         if shift <= 0:
@@ -139,7 +141,7 @@ def quantize(num: int, den: int, exp: int, q: int, negative: bool,
     elif mode is _RAZ:
         up = True
     else:
-        up = stochastic_up(mode, frac_bits, bool(below), rand, sr_bits)
+        up = _stochastic_up(mode, frac_bits, bool(below), rand, sr_bits)  # (rand checked)
     return kept + 1 if up else kept, True
 
 
@@ -157,6 +159,12 @@ def stochastic_up(mode: Rounding, frac_bits: int, below: bool, rand: int, sr_bit
     >>> [stochastic_up(m, 3, False, 2, 2) for m in STOCHASTIC_ORDER]   # frac = 3/8, R = 2
     [False, True, True]
     """
+    return _stochastic_up(mode, frac_bits, below, _random(rand, sr_bits), sr_bits)
+
+
+def _stochastic_up(mode: Rounding, frac_bits: int, below: bool, rand: int, sr_bits: int
+                   ) -> bool:
+    """:func:`stochastic_up` with ``rand`` and ``sr_bits`` already checked."""
     if mode is _SR:
         return (frac_bits >> 1) + rand >= (1 << sr_bits)
     if mode is _SR_B:
@@ -165,6 +173,39 @@ def stochastic_up(mode: Rounding, frac_bits: int, below: bool, rand: int, sr_bit
     if frac_bits & 1 and (below or t & 1):
         t += 1
     return t + rand >= (1 << sr_bits)
+
+
+def check_random_bits(value: Any, sr_bits: int, name: str = "random_bits") -> int:
+    """``value`` checked as the random integer of one stochastic rounding
+    with ``sr_bits`` random bits: an int (a numpy integer too, not a bool)
+    in ``[0, 2**sr_bits)``, returned as an int; a TypeError or ValueError
+    naming ``name`` otherwise.  The one check of every function that takes
+    random bits (whole arrays of them:
+    :func:`fpsim.array.engine.check_random_array`, with the same message).
+
+    >>> check_random_bits(255, 8), check_random_bits(256, 8, "rand")
+    Traceback (most recent call last):
+    ...
+    ValueError: rand=256 out of range: accepted 0 <= rand < 2**sr_bits = 256
+    """
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = value.__index__()
+    if not 0 <= value < (1 << sr_bits):
+        raise ValueError(f"{name}={value} out of range: accepted 0 <= {name} < "
+                         f"2**sr_bits = {1 << sr_bits}")
+    return value
+
+
+def _random(rand: Any, sr_bits: Any) -> int:
+    """The kernel's ``rand`` and ``sr_bits``, checked (an int in range costs
+    two comparisons)."""
+    if rand.__class__ is int and sr_bits.__class__ is int and 0 < sr_bits <= 64 \
+            and 0 <= rand and not rand >> sr_bits:
+        return rand
+    from .context import _check_sr_bits  # (context imports the kernel)
+
+    return check_random_bits(rand, _check_sr_bits(sr_bits))
 
 
 def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
@@ -177,6 +218,8 @@ def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
     bits.  ``rand`` is the random integer for stochastic rounding, in
     ``[0, 2**sr_bits)``; it is ignored by the other modes.
     """
+    if mode in STOCHASTIC:
+        rand = _random(rand, sr_bits)
     return round_key(fmt, negative, num, den, exp,
                      (mode, saturate, ftz, False, tininess_before, sr_bits), rand)
 

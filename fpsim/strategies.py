@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from hypothesis.strategies import SearchStrategy
 
+from . import parse as _parse
 from .array import code_dtype, value_dtype
 from .context import Context
 from .formats import FP32, FP64, Format, Specials
@@ -455,7 +456,8 @@ def _bound_key(name: str, x: Any) -> _Key | None:
             raise ValueError(f"{name} must not be NaN, got {x!r}")
         if x.is_infinite():
             return _NEG_INF if x < 0 else _POS_INF
-        return (0, Fraction(x), -1 if x.is_zero() and x.is_signed() else 0)
+        # (read as fpsim.parse reads it: a huge exponent costs nothing)
+        return (0, _parse.fraction(_parse.exact(x)), -1 if x.is_zero() and x.is_signed() else 0)
     if isinstance(x, float):
         if math.isnan(x):
             raise ValueError(f"{name} must not be NaN, got {x!r}")

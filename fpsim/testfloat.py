@@ -42,9 +42,11 @@ import numpy as np
 
 from . import arith
 from . import array as _array
+from ._errstate import quiet, quiet_iter
 from ._flagbits import BITS_OF
 from ._flagbits import NAMES as FLAG_NAMES
 from .array._kernel import specials
+from .array.engine import as_array, check_chunk_size, check_codes, check_random_array
 from .context import Context
 from .formats import Format, formats
 from .formats import format as _lookup
@@ -213,8 +215,21 @@ def operations(fmt: Format | str | None = None) -> list[str]:
     (['e2m1_add', 'e2m1_sub', 'e2m1_mul', 'e2m1_div'], True, True)
     """
     every = formats()
-    chosen = every if fmt is None else [_format(str(fmt) if isinstance(fmt, str) else fmt.name,
-                                                "operations()")]
+    if fmt is None:
+        chosen: list[Format | IntFormat] = list(every)
+    elif isinstance(fmt, str):
+        chosen = [_format(fmt, "operations()")]
+    elif isinstance(fmt, (Format, IntFormat)):
+        found = _format(fmt.name, "operations()")
+        if found != fmt:
+            raise ValueError(f"operations(): format {fmt.name!r} is not the registered format of "
+                             "that name; accepted a registered format or its name")
+        chosen = [found]
+    else:
+        raise TypeError(f"operations(): fmt must be a format, a format's name or None (every "
+                        f"format), got {type(fmt).__name__}")
+    if isinstance(chosen[0], IntFormat):  # a source of conversions, nothing else
+        return [f"{chosen[0].name}_to_{format_name(g)}" for g in every]
     out = []
     for f in chosen:
         n = format_name(f)
@@ -380,6 +395,9 @@ class _Plan:
 
 
 def _plan(op: Operation, level: int) -> _Plan:
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
+        raise TypeError(f"level must be an integer (1 or 2), got {type(level).__name__} "
+                        f"{level!r}")
     if level not in (1, 2):
         raise ValueError(f"-level {level}: accepted 1 or 2")
     widths = [f.width for f in op.inputs]
@@ -407,6 +425,7 @@ def count(op: str | Operation, level: int = 1) -> int:
     return _plan(operation(op), level).total
 
 
+@quiet_iter
 def cases(op: str | Operation, ctx: Context | None = None, *, level: int = 1, seed: int = 1,
           n: int | None = None, chunk_size: int = 65536
           ) -> Iterator[tuple[list[np.ndarray], np.ndarray | None]]:
@@ -431,8 +450,7 @@ def cases(op: str | Operation, ctx: Context | None = None, *, level: int = 1, se
     total = plan.total if n is None else _check_count(n)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"-seed {seed!r}: accepted an integer >= 0")
-    if chunk_size < 1:
-        raise ValueError("chunk_size must be at least 1")
+    check_chunk_size(chunk_size)
     sr = _sr(op, ctx)
     words = op.arity * _WORDS + (1 if sr else 0)
     bitgen = np.random.PCG64(seed)
@@ -481,6 +499,7 @@ _COMPARE_FN = {"eq": (arith.eq, "eq"), "eq_signaling": (arith.eq, "eq"),
                "lt": (arith.lt, "lt"), "lt_quiet": (arith.lt, "lt")}
 
 
+@quiet
 def golden(op: str | Operation, operands: list[np.ndarray], ctx: Context | None = None, *,
            random_bits: np.ndarray | None = None, exact: bool = False
            ) -> Golden:
@@ -509,13 +528,28 @@ def golden(op: str | Operation, operands: list[np.ndarray], ctx: Context | None 
     sr = _sr(op, ctx)
     if sr and random_bits is None:
         raise ValueError(f"{op.name} under stochastic rounding needs random_bits")
-    if not sr:
-        random_bits = None
+    if not sr and random_bits is not None:
+        raise ValueError(f"random_bits is only used by stochastic rounding (ctx.rounding 'sr', "
+                         f"'sr_b' or 'sr_c') of an operation that rounds; {op.name} under "
+                         f"rounding={ctx.rounding.value!r} takes none")
+    _check_flag("exact", exact)
     if op.op != "roundToInt" and exact:
         exact = False  # -exact concerns roundToInt only, as in TestFloat
-    xs = [np.asarray(a, dtype=U64).reshape(-1) for a in operands]
-    if len(xs) != op.arity:
-        raise ValueError(f"{op.name} takes {op.arity} operand arrays, got {len(xs)}")
+    if isinstance(operands, (str, bytes)) or not hasattr(operands, "__len__"):
+        raise TypeError(f"operands must be a list of {op.arity} arrays of codes (one per "
+                        f"operand), got {type(operands).__name__}")
+    if len(operands) != op.arity:
+        raise ValueError(f"{op.name} takes {op.arity} operand arrays, got {len(operands)}")
+    xs = [_operand_codes(op, j, a) for j, a in enumerate(operands)]
+    if any(x.size != xs[0].size for x in xs):
+        raise ValueError(f"{op.name}: the operand arrays hold different numbers of codes "
+                         f"({', '.join(str(x.size) for x in xs)}); accepted one code per case "
+                         "in each")
+    if random_bits is not None:
+        random_bits = check_random_array(random_bits, ctx.sr_bits).reshape(-1).astype(U64)
+        if random_bits.size != xs[0].size:
+            raise ValueError(f"{op.name}: random_bits holds {random_bits.size} numbers for "
+                             f"{xs[0].size} cases; accepted one per case")
     # A format without NaN has no result for an invalid operation (0/0,
     # sqrt(-1), a NaN converted into it): fpsim refuses those, and such cases
     # are marked undefined rather than given a made-up code.
@@ -530,6 +564,22 @@ def golden(op: str | Operation, operands: list[np.ndarray], ctx: Context | None 
         else:
             return Golden(codes.astype(U64), _BITS_OF[flags], np.ones(codes.size, dtype=bool))
     return _scalar_path(op, xs, ctx, random_bits, exact, tolerant)
+
+
+def _operand_codes(op: Operation, j: int, codes: Any) -> np.ndarray:
+    """Operand ``j``'s codes as uint64, checked: integers within its format's width."""
+    fmt = op.inputs[j]
+    a = as_array(codes)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{op.name}: operand {'abc'[j]} must hold integer codes of "
+                        f"{format_name(fmt)}, got dtype {a.dtype}")
+    check_codes(a, fmt, f"{op.name}: operand {'abc'[j]}")  # type: ignore[arg-type]
+    return a.astype(U64).reshape(-1)
+
+
+def _check_flag(name: str, value: Any) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 class Golden(NamedTuple):
@@ -634,6 +684,7 @@ def _hex(values: np.ndarray, digits: int) -> list[str]:
     return [f"{c:0{digits}X}" for c in values.tolist()]
 
 
+@quiet_iter
 def generate(op: str | Operation, ctx: Context | None = None, *, level: int = 1, seed: int = 1,
              n: int | None = None, exact: bool = False, flags: bool = True,
              chunk_size: int = 65536) -> Iterator[str]:
@@ -648,6 +699,8 @@ def generate(op: str | Operation, ctx: Context | None = None, *, level: int = 1,
     """
     op = operation(op)
     ctx = _context(ctx)
+    _check_flag("exact", exact)
+    _check_flag("flags", flags)
     sr = _sr(op, ctx)
     digits = [_digits(f) for f in op.inputs]
     out_digits = _digits(op.output)
@@ -676,7 +729,11 @@ class VectorError(ValueError):
 
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
-        self.line = line
+        self.line, self.message = line, message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickle, e.g. from a worker process: the arguments __init__ takes)
+        return (type(self), (self.line, self.message), self.__dict__)
 
 
 @dataclass
@@ -802,6 +859,7 @@ def _flag_names(bits: int) -> list[str]:
     return [name for bit, name in reversed(FLAG_NAMES) if bits & bit]
 
 
+@quiet
 def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None, *,
            exact: bool = False, nan_exact: bool = False, flags: bool = True,
            offenders: int = 10, chunk_size: int = 65536) -> Report:
@@ -826,6 +884,13 @@ def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None
     ctx = _context(ctx)
     if isinstance(offenders, bool) or not isinstance(offenders, int) or offenders < 0:
         raise ValueError(f"offenders must be an integer >= 0, got {offenders!r}")
+    for name, value in (("exact", exact), ("nan_exact", nan_exact), ("flags", flags)):
+        _check_flag(name, value)
+    check_chunk_size(chunk_size)
+    if isinstance(lines, (str, bytes)) or not hasattr(lines, "__iter__"):
+        raise TypeError(f"lines must be an iterable of str lines (a list, an open file), got "
+                        f"{type(lines).__name__}" + ("; pass text.splitlines()"
+                                                     if isinstance(lines, str) else ""))
     sr = _sr(op, ctx)
     names = op.columns(sr, flags=True)
     nin = op.arity + (1 if sr else 0)

@@ -27,7 +27,14 @@ from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4
 from .formats import format as _lookup
 from .modes import STOCHASTIC
 from .nans import IEEE, NanPolicy, convert_nan, default_nan
-from .rounding import INVALID, infinity_code, nan_or_error, round_exact, round_key
+from .rounding import (
+    INVALID,
+    check_random_bits,
+    infinity_code,
+    nan_or_error,
+    round_exact,
+    round_key,
+)
 
 __all__ = ["Float", "FloatClass", "convert", "exact_decimal", "round_to"]
 
@@ -426,12 +433,15 @@ def _make(fmt: Format, code: int) -> Float:
     if interned is not None:
         x = interned[code]
         if x is None:
-            x = interned[code] = _new_float(Float)
+            # Stored once whole: another thread reads the slot without a lock
+            # (two threads may both build it; either Float is the value).
+            x = _new_float(Float)
             _set_fmt(x, fmt)
             _set_bits(x, code)
             c, negative, sig, exp = _decode(fmt, code)
             share = _SHARED_INTS.setdefault
             _store_decoding(x, c, negative, share(sig, sig), share(exp, exp))
+            interned[code] = x
         return x
     x = _new_float(Float)
     _set_fmt(x, fmt)
@@ -587,14 +597,8 @@ def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Any, saturate: Any,
     return ((fmt.sign_bit if negative else 0) | fmt.inf_code | 1), 0  # type: ignore[operator]
 
 
-def _check_random_bits(value: Any, sr_bits: int) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"random_bits must be an int, got {type(value).__name__}")
-    value = value.__index__()
-    if not 0 <= value < (1 << sr_bits):
-        raise ValueError(f"random_bits={value} out of range: accepted 0 <= random_bits < "
-                         f"2**sr_bits = {1 << sr_bits}")
-    return value
+# (the one check of random bits, fpsim.rounding's, under the name arith imports)
+_check_random_bits = check_random_bits
 
 
 def convert(x: Any, fmt: Format | str, ctx: Context | None = None, **overrides: Any) -> Float:

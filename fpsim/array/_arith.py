@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads
+from .._errstate import quiet
 from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
@@ -58,6 +59,7 @@ from .engine import (
     VALUE_DTYPE_NAMES,
     as_array,
     check_codes,
+    check_flag,
     code_dtype,
     codes_of,
     raw_codes,
@@ -858,6 +860,7 @@ _SETTINGS_DOC = """
 """
 
 
+@quiet
 def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
         chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -876,6 +879,7 @@ def add(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
                 overrides, workers)
 
 
+@quiet
 def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
                  initial: Any = None, rng: Any = None, **overrides: Any) -> Any:
     """The sum of ``terms`` along their first axis, one term at a time in
@@ -926,6 +930,7 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
     return acc.view(ops.result_dtype)
 
 
+@quiet
 def sub(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
         chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -940,6 +945,7 @@ def sub(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
                 overrides, workers)
 
 
+@quiet
 def mul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
         chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -955,6 +961,7 @@ def mul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
                 overrides, workers)
 
 
+@quiet
 def div(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         random_bits: Any = None, rng: Any = None, return_flags: bool = False,
         chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -969,6 +976,7 @@ def div(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
                 overrides, workers)
 
 
+@quiet
 def fma(x: Any, y: Any, z: Any, ctx: Context | None = None, *,
         fmt: Format | str | None = None, random_bits: Any = None, rng: Any = None,
         return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -984,6 +992,7 @@ def fma(x: Any, y: Any, z: Any, ctx: Context | None = None, *,
                 overrides, workers)
 
 
+@quiet
 def sqrt(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
          random_bits: Any = None, rng: Any = None, return_flags: bool = False,
          chunk_size: int = DEFAULT_CHUNK, workers: int | None = None,
@@ -1010,6 +1019,7 @@ def _compare(op: str, x: Any, y: Any, ctx: Context | None, fmt: Format | str | N
              accept: tuple[int, ...]) -> Any:
     """The comparison ``op`` elementwise: true where the order (-1, 0, 1, or
     2 for unordered) is in ``accept``; INVALID as :func:`fpsim.arith._compare`."""
+    signaling = check_flag("signaling", signaling)
     operands = _Operands(op, (x, y), fmt)
     fmt = operands.fmt
     if ctx is None:
@@ -1071,7 +1081,7 @@ def _comparison(name: str, accept: tuple[int, ...], signaling_default: bool, wha
         f"    >>> import numpy as np\n"
         f"    >>> {name}(np.float16([1.0, 2.0, np.nan]), np.float16(2.0)).tolist()\n"
         f"    {example}\n")
-    return compare
+    return quiet(compare)
 
 
 eq = _comparison("eq", (0,), False, "compareQuietEqual", [False, True, False])

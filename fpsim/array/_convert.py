@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads
+from .._errstate import quiet
 from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import BF16, FP32, FP64, Format, Specials
@@ -65,6 +66,7 @@ def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
 
 # -- decoding -------------------------------------------------------------------------
 
+@quiet
 def decode(codes: Any, fmt: Format | str) -> np.ndarray:
     """The values of ``codes`` as float64 (exact for every format up to 32
     bits; NaN codes give NaN of the same sign).
@@ -117,6 +119,7 @@ def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndar
 
 # -- encode / round / convert -------------------------------------------------------------
 
+@quiet
 def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
            src: Format | str | None = None, random_bits: Any = None, rng: Any = None,
            return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK,
@@ -463,6 +466,7 @@ def _round_units(u: np.ndarray, down: np.ndarray, negative: np.ndarray, mode: Ro
     return np.where(down % 2 == 0, down + 1, down)  # RTO: the odd neighbour
 
 
+@quiet
 def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A001
           **kwargs: Any) -> Any:
     """Like :func:`encode`, but returns values of ``fmt``'s numpy/ml_dtypes
@@ -483,6 +487,7 @@ def round(values: Any, fmt: Format | str, ctx: Context | None = None,  # noqa: A
     return result.view(dt)
 
 
+@quiet
 def convert(codes: Any, src: Format | str, dst: Format | str, ctx: Context | None = None,
             **kwargs: Any) -> Any:
     """Convert codes of ``src`` to codes of ``dst`` (one rounding each, NaN

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
+from .._locks import ForkSafeLock
 from ..formats import Format
 from ._kernel import U8
 from .engine import DEFAULT_CHUNK, code_dtype
@@ -49,7 +50,14 @@ class Table:
         return (v & self.mask).astype(self.code_dtype), flags
 
 
+# The cache is shared by every thread (the engine's own pool, and callers'
+# threads): a lookup is one dict read, but every change (an insertion, the
+# evictions it makes, clear()) and every walk over it are under _LOCK, so
+# that no thread iterates or evicts while another changes the cache.  A
+# table is built outside the lock: two threads missing the same key both
+# build it, and the first one stored is the one every later call gets.
 _CACHE: dict[Hashable, Table] = {}
+_LOCK = ForkSafeLock()
 
 
 def cached(key: Hashable, fmt: Format, size: int, fill: Fill) -> Table | None:
@@ -62,13 +70,18 @@ def cached(key: Hashable, fmt: Format, size: int, fill: Fill) -> Table | None:
             table = Table(fmt, size, fill)
         except ValueError:
             return None
-        held = sum(t.packed.nbytes for t in _CACHE.values())
-        while _CACHE and held + table.packed.nbytes > CACHE_BYTES:
-            held -= _CACHE.pop(next(iter(_CACHE))).packed.nbytes
-        _CACHE[key] = table
+        with _LOCK:
+            known = _CACHE.get(key)
+            if known is not None:  # another thread stored it meanwhile
+                return known
+            held = sum(t.packed.nbytes for t in _CACHE.values())
+            while _CACHE and held + table.packed.nbytes > CACHE_BYTES:
+                held -= _CACHE.pop(next(iter(_CACHE))).packed.nbytes
+            _CACHE[key] = table
     return table
 
 
 def clear() -> None:
     """Drop every cached table (benchmarks measure a cold start with it)."""
-    _CACHE.clear()
+    with _LOCK:
+        _CACHE.clear()

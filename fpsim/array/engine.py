@@ -8,7 +8,8 @@ modules:
 
 * operands: :func:`as_array` (any array-like, bfloat16 and float8 included),
   :func:`code_dtype` / :func:`value_dtype` / :func:`format_of_dtype` /
-  :data:`VALUE_DTYPE_NAMES` (formats and numpy dtypes), :func:`check_codes`
+  :data:`VALUE_DTYPE_NAMES` (formats and numpy dtypes), :func:`check_flag`
+  (True/False parameters), :func:`check_codes`
   (ValueError naming the first code that is not one of the format's) and
   :func:`raw_codes` (an array's codes, checked or not);
 * the loop: :func:`run_chunks` runs ``compute(start, stop)`` over chunks
@@ -17,7 +18,8 @@ modules:
   chunk has succeeded; ``compute`` gives each element's flags (uint8), or,
   where the caller did not ask for them, may give them ORed into an int;
 * stochastic rounding: :func:`stochastic_bits` (the random numbers of
-  elements ``start:stop``, whatever the chunking) and :func:`check_rng`.
+  elements ``start:stop``, whatever the chunking), :func:`check_rng` and
+  :func:`check_random_array` (given random numbers).
 """
 
 from __future__ import annotations
@@ -43,15 +45,16 @@ DEFAULT_CHUNK = 1 << 16
 # faster than on one, 256 Ki-element chunks about 1.5x).
 THREADED_CHUNK = 1 << 18
 
-def code_dtype(fmt: Format) -> np.dtype:
+def code_dtype(fmt: Format | str) -> np.dtype:
     """The unsigned integer dtype that holds ``fmt``'s codes (uint8/16/32/64)."""
+    fmt = _lookup(fmt)
     for bits, dt in ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64)):
         if fmt.width <= bits:
             return np.dtype(dt)
     raise ValueError(f"{fmt.name} is {fmt.width} bits wide; codes up to 64 bits are supported")
 
 
-def value_dtype(fmt: Format) -> np.dtype | None:
+def value_dtype(fmt: Format | str) -> np.dtype | None:
     """The numpy or ml_dtypes dtype whose values are exactly ``fmt``'s
     (float16, float32, float64, bfloat16, float8_*), or None.
 
@@ -60,6 +63,7 @@ def value_dtype(fmt: Format) -> np.dtype | None:
     """
     import ml_dtypes
 
+    fmt = _lookup(fmt)
     names = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16,
              "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
              "e5m2": ml_dtypes.float8_e5m2, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
@@ -91,9 +95,10 @@ def format_of_dtype(dtype: np.dtype) -> Format | None:
 
 
 def as_array(x: Any) -> np.ndarray:
-    """``x`` as a numpy array without copying where numpy can view it:
-    through ``__array__`` (numpy arrays, PyTorch CPU tensors, ...) or, for
-    objects that only speak DLPack, :func:`numpy.from_dlpack`."""
+    """``x`` as a plain numpy array (never a subclass such as np.matrix)
+    without copying where numpy can view it: through ``__array__`` (numpy
+    arrays, PyTorch CPU tensors, ...) or, for objects that only speak
+    DLPack, :func:`numpy.from_dlpack`."""
     # Not imported, or still being imported by another thread: x cannot be a
     # masked array (its class would exist).
     masked = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
@@ -104,7 +109,10 @@ def as_array(x: Any) -> np.ndarray:
         raise TypeError("numpy masked arrays are not accepted (the mask would be lost); pass "
                         "x.filled(value) to choose what masked elements become, or x.data")
     if isinstance(x, np.ndarray):
-        return x
+        # A subclass (np.matrix, np.recarray, np.memmap, ...) is read as the
+        # plain array of its data: np.matrix keeps every result 2-D and makes
+        # * a matrix product, which no step here expects.
+        return x if type(x) is np.ndarray else x.view(np.ndarray)
     if not hasattr(x, "__array__") and hasattr(x, "__dlpack__"):
         return np.from_dlpack(x)
     return np.asarray(x)
@@ -167,6 +175,7 @@ def run_chunks(size: int, shape: tuple[int, ...], dtype: Any, chunk_size: int,
     ``compute`` must then not depend on the order of its calls (callers
     drawing random numbers in element order pass ``workers=1``)."""
     check_chunk_size(chunk_size)
+    return_flags = check_flag("return_flags", return_flags)
     threads = _threads.thread_count(workers, size, -(-size // chunk_size))
     if threads > 1 and chunk_size == DEFAULT_CHUNK:
         chunk_size = THREADED_CHUNK
@@ -206,6 +215,15 @@ def check_chunk_size(chunk_size: Any) -> None:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """A True/False parameter (numpy's bool too), as a bool; a TypeError
+    naming ``name`` otherwise (a string or a number is no answer to a
+    yes-or-no question: ``"False"`` is truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def stochastic_bits(key: tuple[Any, ...], random_bits: Any, rng: Any, ctx: Context,
                     shape: tuple[int, ...]) -> Any:
     """Under stochastic rounding, the random numbers of the result's elements
@@ -224,13 +242,14 @@ def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ..
     if random_bits is not None:
         if rng is not None:
             raise ValueError("give random_bits= or rng=, not both")
-        r = as_array(random_bits)
-        if r.dtype.kind not in "iu":
-            raise TypeError(f"random_bits must be an integer array, got dtype {r.dtype}")
-        if r.size and (r.min() < 0 or (sr_bits < 64 and int(r.max()) >= (1 << sr_bits))):
-            raise ValueError(f"random_bits out of range: each must be in [0, 2**sr_bits) = "
-                             f"[0, {1 << sr_bits})")
-        flat = np.broadcast_to(r, shape).reshape(-1).astype(U64)
+        r = check_random_array(random_bits, sr_bits)
+        try:
+            r = np.broadcast_to(r, shape)
+        except ValueError:
+            raise ValueError(f"random_bits of shape {r.shape} does not broadcast to the "
+                             f"result's shape {shape}; accepted one number per result element "
+                             "(or a shape that broadcasts to it)") from None
+        flat = r.reshape(-1).astype(U64)
         return lambda start, stop: flat[start:stop]
     gen = rng
     if gen is None:
@@ -259,6 +278,28 @@ def random_source(random_bits: Any, rng: Any, ctx: Context, shape: tuple[int, ..
         return r.astype(U64, copy=False)
 
     return draw
+
+
+def check_random_array(random_bits: Any, sr_bits: int, name: str = "random_bits") -> np.ndarray:
+    """An array of stochastic rounding's random integers, checked as
+    :func:`fpsim.rounding.check_random_bits` checks one (the same rule and
+    message): an integer array whose elements lie in ``[0, 2**sr_bits)``.
+
+    >>> check_random_array([0, 7, 8], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: random_bits out of range (it holds 8): accepted 0 <= random_bits < 2**sr_bits = 8
+    """
+    r = as_array(random_bits)
+    if r.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array, got dtype {r.dtype}")
+    if r.size:
+        low, high = r.min(), r.max()
+        bad = low if low < 0 else high if sr_bits < 64 and int(high) >> sr_bits else None
+        if bad is not None:
+            raise ValueError(f"{name} out of range (it holds {int(bad)}): accepted 0 <= {name} "
+                             f"< 2**sr_bits = {1 << sr_bits}")
+    return r
 
 
 def check_rng(rng: Any) -> Any:

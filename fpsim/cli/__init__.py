@@ -14,7 +14,7 @@ Usage::
     python -m fpsim gen OP [-level 1|2] [-seed N] [-n COUNT] [-rmin ...] [-tininessbefore]
     python -m fpsim ver OP [same options] [FILE] [--no-flags] [--nan POLICY] [--json]
     python -m fpsim probe --against MODULE:FUNCTION --fmt FMT [--out FMT] [--shape rows|gemm]
-                         [--k K] [--json]
+                         [--k K] [--call-timeout SECONDS] [--json]
     python -m fpsim --version
 
 ``diff`` exits 0 when the dumps agree within tolerance, 1 when they do not;
@@ -22,7 +22,11 @@ Usage::
 before a mismatch was found; ``ver`` likewise for a device's TestFloat lines.
 
 Bad input exits with status 2 and one line on stderr; never a traceback.
-The commands are the modules :mod:`fpsim.cli.explain`, ``formats``,
+So does user code that fails (a ``--against`` module or callable raising
+anything, ``SystemExit`` included, when imported or called): only Ctrl-C
+(KeyboardInterrupt) interrupts.  A closed stdout is bad input; a closed
+stderr drops the messages; text a stream's encoding cannot hold degrades
+to ASCII (``×`` as ``x``).  The commands are the modules :mod:`fpsim.cli.explain`, ``formats``,
 ``diff``, ``ref``, ``vectors``, ``sweep``, ``gen``, ``ver`` and ``probe``; :mod:`fpsim.cli._common`
 states what each provides.
 """
@@ -35,7 +39,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import diff, explain, formats, gen, probe, ref, sweep, vectors, ver
-from ._common import Parser, UsageError
+from ._common import STDOUT_CLOSED, Parser, UsageError, ascii_streams, to_stderr
 
 __all__ = ["main"]
 
@@ -69,6 +73,11 @@ def _build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
+    with ascii_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -87,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"missing command; accepted: {', '.join(_NAMES)} "
                              "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16'; "
                              "'python -m fpsim --help' lists them)")
+        if sys.stdout is None:  # '>&-': every command's output would be lost
+            raise UsageError(STDOUT_CLOSED)
         return COMMANDS[_NAMES.index(args.command)].run(args)
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         return _fail(str(exc))
@@ -99,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # unreachable Dask scheduler
         return _fail(str(exc))
     except KeyboardInterrupt:
-        print("fpsim: interrupted", file=sys.stderr)
+        to_stderr("fpsim: interrupted")
         return sweep.INTERRUPTED
     except OSError as exc:  # unreadable or unwritable files
         return _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
@@ -117,7 +128,7 @@ def _fail(message: str) -> int:
     if len(message) > _LONGEST:
         cut = len(message) - _LONGEST
         message = f"{message[:450]} ...({cut:,} characters left out)... {message[-150:]}"
-    print(f"fpsim: error: {message}", file=sys.stderr)
+    to_stderr(f"fpsim: error: {message}")
     return 2
 
 

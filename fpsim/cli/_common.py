@@ -12,13 +12,24 @@ A command reports bad input by raising :class:`UsageError`, ``ValueError``,
 and what is accepted; :func:`fpsim.cli.main` prints it as ``fpsim: error:
 ...`` and exits 2.  Nothing here imports numpy or the harness, so that
 ``python -m fpsim explain`` starts quickly.
+
+The standard streams: a command writes its output through :func:`emit` (or
+:func:`write_out`) and its messages through :func:`to_stderr`.  A closed
+stdout (``>&-``) is refused (:data:`STDOUT_CLOSED`), a closed stderr drops
+the messages (never onto stdout), and :func:`ascii_streams` makes every
+character a stream's encoding cannot hold degrade to ASCII (``×`` as
+``x``, ``±`` as ``+/-``; :data:`ASCII_ERRORS`) instead of failing.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import math
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from .. import parse
@@ -36,6 +47,18 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # --help and --version: argparse drops a failure to write them (a
+        # full disk) and would exit 0; written as every command's output is,
+        # the failure is one line and exit 2.  With stdout closed they go to
+        # stderr, as argparse sends them.
+        if not message:
+            return
+        if file is not None and file is sys.stdout:
+            write_out(message)
+        else:
+            to_stderr(message.rstrip("\n"))
 
     def _parse_optional(self, arg_string: str) -> Any:
         # argparse takes '-1e-5', '-inf', '-1/3' or '-0x1p-3' for options (it
@@ -55,18 +78,133 @@ def _reads(text: str) -> bool:
     return True
 
 
-def emit(text: Any = "") -> None:
-    """Print ``text`` on stdout.  A reader that went away (``| head``) ends
-    the output, not the command: its exit status still says what was
-    found, so a closed pipe never turns a mismatch (1) into success (0)."""
+STDOUT_CLOSED = ("stdout is closed: the output has nowhere to go (give the command an open "
+                 "stdout; '>/dev/null' discards it)")
+
+
+def write_out(text: str) -> bool:
+    """Write ``text`` on stdout and flush it; False once the reader went
+    away (``| head``): that ends the output, not the command, whose exit
+    status still says what was found, so a closed pipe never turns a
+    mismatch (1) into success (0).  A closed stdout is a
+    :class:`UsageError`; another failure to write (a full disk) an
+    ``OSError`` naming stdout."""
+    out = sys.stdout
+    if out is None:
+        raise UsageError(STDOUT_CLOSED)
     try:
-        print(text, flush=True)
+        out.write(text)
+        out.flush()
     except BrokenPipeError:
-        # Point stdout at /dev/null, so that the interpreter's last flush at
-        # exit does not fail again (and set its own status).
+        _discard_stdout()
+        return False
+    except OSError as exc:
+        _discard_stdout()
+        raise OSError(f"cannot write on stdout: {exc.strerror or exc}") from None
+    return True
+
+
+def emit(text: Any = "") -> None:
+    """Print ``text`` (and a newline) on stdout, as :func:`write_out`."""
+    write_out(f"{text}\n")
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at
+    exit does not fail again (and set its own status)."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # no file descriptor (a stream of Python's own): nothing is flushed at exit
+
+
+def to_stderr(line: str) -> None:
+    """``line`` on stderr; nothing where stderr is closed (``2>&-``) or
+    cannot be written (a full disk): never on stdout, where ``print(...,
+    file=None)`` would put it."""
+    err = sys.stderr
+    if err is None:
+        return
+    try:
+        err.write(f"{line}\n")
+        err.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# Characters fpsim's text holds, as ASCII, for a stream whose encoding lacks them.
+_AS_ASCII = {"×": "x", "±": "+/-", "·": "*", "κ": "kappa", "∞": "inf", "§": "section ",
+             "—": "--", "–": "-", "−": "-", "→": "->", "←": "<-", "≤": "<=", "≥": ">=",
+             "≠": "!=", "≈": "~", "²": "^2", "…": "...", "‘": "'", "’": "'", "“": '"',
+             "”": '"', "µ": "u", "μ": "u", "σ": "sigma", "δ": "delta"}
+
+#: The codec error handler :func:`ascii_streams` sets: a character the
+#: encoding cannot hold is written as ASCII (``×`` as ``x``; one of no
+#: fpsim text, such as a user's input, as a backslash escape).  On a stream
+#: that used ``surrogateescape`` (a C locale's stdout) the handler
+#: ``ASCII_ERRORS + "-surrogateescape"`` still writes a byte of a file
+#: name the system gave undecoded as that byte.
+ASCII_ERRORS = "fpsim-ascii"
+
+
+def _ascii_handler(escape_bytes: bool) -> Callable[[UnicodeError], tuple[str | bytes, int]]:
+    def handle(exc: UnicodeError) -> tuple[str | bytes, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        char = exc.object[exc.start]
+        if escape_bytes and "\udc80" <= char <= "\udcff":
+            return bytes([ord(char) - 0xDC00]), exc.start + 1
+        text = _AS_ASCII.get(char) or char.encode("ascii", "backslashreplace").decode("ascii")
+        return text, exc.start + 1
+
+    return handle
+
+
+codecs.register_error(ASCII_ERRORS, _ascii_handler(False))
+codecs.register_error(f"{ASCII_ERRORS}-surrogateescape", _ascii_handler(True))
+
+
+@contextmanager
+def ascii_streams() -> Iterator[None]:
+    """stdout and stderr write what their encoding cannot hold as ASCII
+    (``PYTHONIOENCODING=ascii``, a C locale) instead of failing; their own
+    error handlers are back afterwards."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        if stream is None or not isinstance(errors, str) or errors.startswith(ASCII_ERRORS) \
+                or not hasattr(stream, "reconfigure"):
+            continue
+        handler = ASCII_ERRORS + ("-surrogateescape" if errors == "surrogateescape" else "")
+        try:
+            stream.reconfigure(errors=handler)
+        except (OSError, ValueError):
+            continue
+        changed.append((stream, errors))
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            try:
+                stream.reconfigure(errors=errors)
+            except (OSError, ValueError):
+                pass
+
+
+def seconds(text: str) -> float:
+    """A positive finite number of seconds (an argparse type: ``--chunk-timeout``,
+    ``--call-timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
+    return value
 
 
 def lookup_format(name: str | None, option: str = "--fmt") -> Format | None:

@@ -8,11 +8,9 @@ random bits, the golden result and the flags, in upper-case hex.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any
 
-from ._common import UsageError, emit, testfloat_context, testfloat_options
+from ._common import UsageError, emit, testfloat_context, testfloat_options, write_out
 
 SUMMARY = "write TestFloat vectors for any format: operands, golden result, flags (testfloat_gen)"
 
@@ -73,12 +71,4 @@ def run(args: argparse.Namespace) -> int:
 def _write(block: list[str]) -> bool:
     """Write lines on stdout; False once the reader went away (``| head``):
     the generation stops there, which is no error."""
-    try:
-        sys.stdout.write("\n".join(block) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return False
-    return True
+    return write_out("\n".join(block) + "\n")

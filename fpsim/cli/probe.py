@@ -9,7 +9,8 @@ and called as :func:`fpsim.mma.probe` calls it: ``fn(a, b, c) -> d`` with
 call: the probe also names its schedule, split-K, promotion and epilogue;
 ``--fmt e4m3,e5m2`` for mixed FP8).  Exit status 0 when the probe ran
 (whatever it found), 2 on bad input or a kernel that fails (one line on
-stderr).
+stderr): one that raises anything, ``SystemExit`` included, when imported
+or called, or that runs past ``--call-timeout``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import argparse
 import json
 from typing import Any
 
-from ._common import emit, lookup_format
+from ._common import emit, lookup_format, seconds
 
 SUMMARY = "infer a dot/GEMM kernel's accumulator parameters and the GPU models it matches"
 
@@ -46,12 +47,16 @@ def add(sub: Any) -> None:
                     help="call the kernel with this K (default: the widest it accepts, up to "
                          "--max-k)")
     pr.add_argument("--max-k", type=int, default=64, help="widest K tried (default 64)")
+    pr.add_argument("--call-timeout", type=seconds, default=None, metavar="SECONDS",
+                    help="end the probe (exit 2, naming the probe and its inputs) when one call "
+                         "of the kernel takes longer than this (default: no limit)")
     pr.add_argument("--json", action="store_true",
                     help="print the findings as one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
     from .. import mma
+    from ..mma.probe import ProbeTimeout
     from ..sweep import load_candidate as load
 
     names = args.fmt.split(",")
@@ -62,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
         fin = (fin, lookup_format(names[1], "--fmt"))
     fout = lookup_format(args.out, "--out")
     fn = load(args.against)
-    result = mma.probe(fn, fin, fout, shape=args.shape, k=args.k, max_k=args.max_k)
+    try:
+        result = mma.probe(fn, fin, fout, shape=args.shape, k=args.k, max_k=args.max_k,
+                           timeout=args.call_timeout)
+    except ProbeTimeout as exc:
+        raise ProbeTimeout(f"{exc}; a kernel that is only slow needs a larger --call-timeout "
+                           "than that") from exc
     emit(json.dumps(result.to_dict(), indent=2) if args.json else result)
     return 0

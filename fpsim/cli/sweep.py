@@ -15,7 +15,14 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ._common import emit, rounding_options, scheduler_options, tolerance_options
+from ._common import (
+    emit,
+    rounding_options,
+    scheduler_options,
+    seconds,
+    to_stderr,
+    tolerance_options,
+)
 
 INTERRUPTED = 130
 SUMMARY = "check a kernel against the golden model on every input (exit 0 agree, 1 differ)"
@@ -48,23 +55,12 @@ def add(sub: Any) -> None:
     sw.add_argument("--progress-file", default=None, metavar="FILE",
                     help="save progress there; resume from it if it exists (one sweep at a "
                          "time per file)")
-    sw.add_argument("--chunk-timeout", type=_seconds, default=None, metavar="SECONDS",
+    sw.add_argument("--chunk-timeout", type=seconds, default=None, metavar="SECONDS",
                     help="end the sweep (exit 2, naming the chunk and its operands) when the "
                          "candidate takes longer than this on one chunk (default: no limit)")
     tolerance_options(sw)
     sw.add_argument("--no-progress", action="store_true",
                     help="no progress bar, even on a terminal")
-
-
-def _seconds(text: str) -> float:
-    """A positive finite number of seconds (argparse type)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive finite number of seconds")
-    return value
 
 
 class _Bar:
@@ -107,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     ctx = Context(rounding=args.rounding, saturate=args.saturate, ftz=args.ftz, daz=args.daz,
                   nan=args.nan_policy)
-    show = sys.stderr.isatty() and not args.no_progress
+    show = sys.stderr is not None and sys.stderr.isatty() and not args.no_progress
     bar = _Bar(sys.stderr) if show else None
     try:
         report = _sweep.run(
@@ -123,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     emit(json.dumps(report.to_dict(), indent=2) if args.json else report)
     if report.interrupted:
-        print(f"fpsim: sweep interrupted after {report.done:,} of {report.size:,} tuples"
-              + (f"; resume with --progress-file {args.progress_file}"
-                 if args.progress_file else ""), file=sys.stderr)
+        to_stderr(f"fpsim: sweep interrupted after {report.done:,} of {report.size:,} tuples"
+                  + (f"; resume with --progress-file {args.progress_file}"
+                     if args.progress_file else ""))
     if not report.report.ok:
         return 1
     return 0 if report.complete else INTERRUPTED

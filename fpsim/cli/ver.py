@@ -10,12 +10,13 @@ number).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from ._common import emit, testfloat_context, testfloat_options
+from ._common import UsageError, emit, testfloat_context, testfloat_options
 
 SUMMARY = "check a device's TestFloat lines against the golden model (exit 0 agree, 1 differ)"
 
@@ -60,38 +61,59 @@ def run(args: argparse.Namespace) -> int:
     op = testfloat.operation(args.op)
     if args.offenders < 0:
         raise ValueError(f"--offenders {args.offenders}: accepted an integer >= 0")
-    source, close = _open(args.file)
+    where = "stdin" if args.file == "-" else args.file
+    source, done = _open(args.file)
     try:
-        report = testfloat.verify(op, _lines(source), ctx, exact=args.exact,
+        report = testfloat.verify(op, _lines(source, where), ctx, exact=args.exact,
                                   nan_exact=args.nan is not None or args.check_nans,
                                   flags=not args.no_flags, offenders=args.offenders)
     finally:
-        if close:
-            source.close()
+        done()
     if report.lines == 0:
-        where = "stdin" if args.file == "-" else args.file
         raise ValueError(f"no lines to check in {where} (blank lines and '#' comments "
                          "are skipped)")
     emit(report.to_json() if args.json else report)
     return 0 if report.ok else 1
 
 
-def _open(path: str) -> tuple[TextIO, bool]:
+STDIN_CLOSED = ("stdin is closed: give the lines as FILE, or on an open stdin "
+                "(e.g. '< results.txt')")
+
+
+def _open(path: str) -> tuple[TextIO, Callable[[], None]]:
+    """The lines' source, read as ASCII (any other byte is U+FFFD, so a
+    line holding one is malformed and named by its number, whatever the
+    locale), and what to do once it is read."""
     if path == "-":
-        return sys.stdin, False
+        stdin = sys.stdin
+        if stdin is None:  # '<&-'
+            raise UsageError(STDIN_CLOSED)
+        buffer = getattr(stdin, "buffer", None)
+        if buffer is None:  # a text stream of Python's own
+            return stdin, lambda: None
+        text = io.TextIOWrapper(buffer, encoding="ascii", errors="replace", newline=None)
+
+        def done() -> None:
+            text.detach()  # stdin itself stays open
+
+        return text, done
     from .. import _files
 
     fd, _ = _files.open_regular(path, "FILE")
-    return os.fdopen(fd, "r", encoding="ascii", errors="replace", newline=None), True
+    source = os.fdopen(fd, "r", encoding="ascii", errors="replace", newline=None)
+    return source, source.close
 
 
-def _lines(source: TextIO) -> Iterator[str]:
-    """The lines of ``source``, each at most _LONGEST_LINE characters (a
-    longer one is no vector: refused with its number, before it is read
-    whole)."""
+def _lines(source: TextIO, where: str) -> Iterator[str]:
+    """The lines of ``source`` (called ``where``), each at most
+    _LONGEST_LINE characters (a longer one is no vector: refused with its
+    number, before it is read whole)."""
     number = 0
     while True:
-        line = source.readline(_LONGEST_LINE + 1)
+        try:
+            line = source.readline(_LONGEST_LINE + 1)
+        except OSError as exc:  # stdin open for writing only, a directory, ...
+            raise OSError(f"cannot read {where}: {exc.strerror or exc}") from None
         if not line:
             return
         number += 1

@@ -31,8 +31,9 @@ from .library import cublas, cutlass, triton
 from .model import MMAModel
 from .params import ACCUMULATIONS, MMAParams
 from .presets import gpus, preset, presets
-from .probe import ProbeError, ProbeResult, probe
+from .probe import ProbeError, ProbeResult, ProbeTimeout, probe
 from .schedule import Schedule
 
 __all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
-           "ProbeResult", "ProbeError", "Schedule", "LibraryGEMM", "cublas", "cutlass", "triton"]
+           "ProbeResult", "ProbeError", "ProbeTimeout", "Schedule", "LibraryGEMM", "cublas",
+           "cutlass", "triton"]

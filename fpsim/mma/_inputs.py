@@ -93,7 +93,10 @@ def read_addend(c: Any, out: Format, rows: tuple[int, ...]) -> np.ndarray:
     if cv.dtype.kind in "iu":
         values = _array.decode(cv, out)
     elif type(c) in (float, int):  # a Python number: any value exact in the output format
-        values = np.asarray(float(c))
+        try:
+            values = np.asarray(float(c))
+        except OverflowError:  # an int beyond float64: beyond every output format
+            raise ValueError(f"c={c!r} is not exact in {out.name}") from None
         with np.errstate(over="ignore"):
             held = np.asarray(float(c), _array.value_dtype(out)).astype(np.float64)
         if not (held == values or np.isnan(values)):

@@ -41,7 +41,7 @@ from .. import array as _array
 from ..context import Context
 from ..formats import Format
 from ._probe_findings import Finding
-from ._probe_io import ProbeError, show, to_dtype
+from ._probe_io import ProbeError, as_array, call_user, show, to_dtype
 from .gemm import LibraryGEMM
 from .model import MMAModel
 from .presets import preset as _preset
@@ -73,7 +73,9 @@ def takes_c(fn: Callable[..., Any]) -> bool:
     be read)."""
     try:
         sig = inspect.signature(fn)
-    except (TypeError, ValueError):
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # TypeError, ValueError, or a __signature__ of its own that raises
         return True
     try:
         sig.bind(None, None, None)
@@ -87,8 +89,9 @@ class GemmCaller:
     ``C``; results as float64 values of shape (M, N)."""
 
     def __init__(self, fn: Callable[..., Any], fa: Format, fb: Format, fout: Format,
-                 with_c: bool) -> None:
+                 with_c: bool, timeout: float | None = None) -> None:
         self.fn, self.fa, self.fb, self.fout, self.with_c = fn, fa, fb, fout, with_c
+        self.timeout = timeout  # seconds one call may take (None: no limit)
         self.pad = 1
         self.calls = 0
         self.rows = 0
@@ -112,18 +115,11 @@ class GemmCaller:
             args.append(to_dtype(Cp, self.fout))
         self.calls += 1
         self.rows += m * n
-        try:
-            with np.errstate(all="ignore"):
-                out = self.fn(*args)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            raise ProbeError(f"the callable {self.name!r} raised {type(exc).__name__} on the "
-                             f"{what} probe, called with A {args[0].shape} {args[0].dtype}, "
-                             f"B {args[1].shape} {args[1].dtype}"
-                             + (f", C {args[2].shape} {args[2].dtype}" if self.with_c else "")
-                             + f": {exc}") from exc
-        arr = np.asarray(out) if not isinstance(out, np.ndarray) else out
+        out = call_user(self.fn, tuple(args), self.name, what, self.timeout,
+                        lambda: f"A {args[0].shape} {args[0].dtype}, B {args[1].shape} "
+                                f"{args[1].dtype}"
+                                + (f", C {args[2].shape} {args[2].dtype}" if self.with_c else ""))
+        arr = as_array(out, self.name, what, "D = A @ B (+ C)")
         dt = to_dtype(np.zeros(1), self.fout).dtype
         if arr.shape != (M, N) or arr.dtype != dt:
             raise ValueError(f"the callable {self.name!r} returned {arr.dtype} of shape "
@@ -136,6 +132,7 @@ class GemmCaller:
 def find_pad(caller: GemmCaller) -> Finding:
     """Stage 1: the smallest multiple of M, N and K the callable accepts."""
     refused = []
+    last: BaseException | None = None
     for q in _PADS:
         caller.pad = q
         m = -(-16 // q) * q
@@ -145,12 +142,13 @@ def find_pad(caller: GemmCaller) -> Finding:
         except (ProbeError, ValueError, TypeError) as exc:
             cause = exc.__cause__ or exc
             refused.append(f"multiples of {q}: {type(cause).__name__}")
+            last = exc
             continue
         how = ("accepts any M, N, K" if q == 1 else
                f"M, N and K padded with zeros to multiples of {q} ({'; '.join(refused)})")
         return Finding(q, how)
     raise ProbeError(f"the callable {caller.name!r} raised at every shape tried ("
-                     + "; ".join(refused) + ")")
+                     + "; ".join(refused) + ")") from last
 
 
 def _units(fa: Format, fb: Format, fout: Format) -> list[tuple[list[str], MMAModel]]:
@@ -250,12 +248,13 @@ def _grid_rows(fa: Format) -> tuple[np.ndarray, np.ndarray]:
 
 
 def probe_library(fn: Callable[..., Any], fa: Format, fb: Format, fout: Format,
-                  seed: int) -> dict[str, Any]:
+                  seed: int, timeout: float | None = None) -> dict[str, Any]:
     """The library stage: findings, ``schedule`` (a dict, or None),
     ``matches`` (GPU names), ``params`` of the matched instruction, and the
-    caller (its ``pad``, ``with_c``, counts)."""
+    caller (its ``pad``, ``with_c``, counts); each call of ``fn`` may take
+    ``timeout`` seconds (None: no limit)."""
     with_c = takes_c(fn)
-    caller = GemmCaller(fn, fa, fb, fout, with_c)
+    caller = GemmCaller(fn, fa, fb, fout, with_c, timeout)
     f: dict[str, Finding] = {}
     f["convention"] = Finding("fn(A, B, C)" if with_c else "fn(A, B)",
                               "its signature binds three arguments" if with_c else

@@ -26,7 +26,8 @@ import numpy as np
 from .. import array as _array
 from ..formats import Format
 
-__all__ = ["Row", "Caller", "Unbuildable", "ProbeError", "exact_in", "split", "SHAPES"]
+__all__ = ["Row", "Caller", "Unbuildable", "ProbeError", "ProbeTimeout", "exact_in", "split",
+           "SHAPES", "call_user", "as_array"]
 
 #: The calling conventions :func:`fpsim.mma.probe` accepts.
 SHAPES = ("rows", "gemm")
@@ -36,6 +37,12 @@ _GEMM_BLOCK = 16  # rows per GEMM call: D = A (s, K) @ B (K, s) + C, its diagona
 
 class ProbeError(RuntimeError):
     """The callable under test failed on a probe's input (it raised)."""
+
+
+class ProbeTimeout(RuntimeError):
+    """The callable under test did not return within the probe's timeout
+    (not a :class:`ProbeError`: the stages that read a refusal from a
+    ProbeError must not take a hang for one and call again)."""
 
 
 class Unbuildable(ValueError):
@@ -165,9 +172,10 @@ class Caller:
     """
 
     def __init__(self, fn: Callable[..., Any], fin: Format, fout: Format, shape: str,
-                 input_subnormals: bool = True) -> None:
+                 input_subnormals: bool = True, timeout: float | None = None) -> None:
         self.fn, self.fin, self.fout, self.shape = fn, fin, fout, shape
         self.subnormals = input_subnormals
+        self.timeout = timeout  # seconds one call may take (None: no limit)
         self.pad = 1  # GEMM calls: M, N and K padded with zeros to multiples of this
         self.calls = 0
         self.rows = 0
@@ -232,27 +240,18 @@ class Caller:
     def _call(self, A: np.ndarray, B: np.ndarray, C: np.ndarray, what: str,
               rows: Sequence[Row] | None, shape: tuple[int, ...]) -> np.ndarray:
         self.calls += 1
-        try:
-            with np.errstate(all="ignore"):
-                out = self.fn(A, B, C)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            first = f" (first row: {rows[0].describe()})" if rows else ""
-            raise ProbeError(f"the callable {self.name!r} raised {type(exc).__name__} on the "
-                             f"{what} probe, called with a {A.shape} {A.dtype}, b "
-                             f"{B.shape} {B.dtype}, c {C.shape} {C.dtype}{first}: {exc}") from exc
+        first = f" (first row: {rows[0].describe()})" if rows else ""
+        out = call_user(self.fn, (A, B, C), self.name, what, self.timeout,
+                        lambda: f"a {A.shape} {A.dtype}, b {B.shape} {B.dtype}, c {C.shape} "
+                                f"{C.dtype}{first}")
         return self.check(out, shape, what)
 
     def check(self, out: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
         want = accepted_dtype(self.fout)
         conv = ("fn(a, b, c) -> d of shape (rows,)" if self.shape == "rows"
                 else "fn(A, B, C) -> D of shape (M, N)")
-        try:
-            arr = np.asarray(out)
-        except Exception:
-            arr = None
-        if arr is None or arr.dtype == object:
+        arr = as_array(out, self.name, what, f"{conv}, dtype {want}")
+        if arr.dtype == object:
             raise TypeError(f"the callable {self.name!r} returned a {type(out).__name__} on the "
                             f"{what} probe, not an array; accepted: {conv}, dtype {want}")
         if arr.shape != shape:
@@ -263,6 +262,54 @@ class Caller:
             raise TypeError(f"the callable {self.name!r} returned dtype {arr.dtype} on the "
                             f"{what} probe; accepted: {want} ({self.fout.name} values)")
         return arr
+
+
+def call_user(fn: Callable[..., Any], args: tuple[Any, ...], name: str, what: str,
+              timeout: float | None, called_with: Callable[[], str]) -> Any:
+    """``fn(*args)``, numpy's warnings off, given up after ``timeout``
+    seconds (None: no limit; the hung call is left in a daemon thread, see
+    :func:`fpsim.sweep._candidate.run_within`).  Anything it raises but
+    KeyboardInterrupt, ``SystemExit`` and ``GeneratorExit`` included, is a
+    :class:`ProbeError` naming the callable, the probe and the arguments
+    (``called_with()``), chained from it; a hang is a :class:`ProbeTimeout`."""
+    from ..sweep._candidate import message, run_within
+
+    def work() -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+    def timed_out() -> BaseException:
+        return ProbeTimeout(f"the callable {name!r} did not finish the {what} probe within "
+                            f"{timeout:g} s (the call timeout), called with {called_with()}")
+
+    try:
+        return work() if timeout is None else run_within(timeout, work, (), timed_out)
+    except (KeyboardInterrupt, ProbeTimeout):
+        raise  # Ctrl-C is an interruption, not the callable's failure
+    except BaseException as exc:
+        # Everything else is the callable's failure: a SystemExit(0) let
+        # through would end the probe with a success status and no report.
+        text = message(exc)
+        raise ProbeError(f"the callable {name!r} raised {type(exc).__name__} on the {what} "
+                         f"probe, called with {called_with()}"
+                         + (f": {text}" if text else "")) from exc
+
+
+def as_array(out: Any, name: str, what: str, accepted: str) -> np.ndarray:
+    """``numpy.asarray(out)``, which runs the result's own code (its
+    ``__array__``): its failure is the callable's, named."""
+    from ..sweep._candidate import failure
+
+    try:
+        return out if isinstance(out, np.ndarray) else np.asarray(out)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        raise TypeError(f"the callable {name!r} returned a {type(out).__name__} on the {what} "
+                        f"probe, not an array ({failure(exc)}); accepted: {accepted}") from None
+    except BaseException as exc:
+        raise ProbeError(f"the callable {name!r} returned a {type(out).__name__} on the {what} "
+                         f"probe that raised {failure(exc)} when read as an array") from exc
 
 
 def codes_equal(x: np.ndarray, y: np.ndarray) -> np.ndarray:

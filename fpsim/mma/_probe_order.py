@@ -21,21 +21,25 @@ class WidthAndOrder:
     :meth:`order_probe`."""
 
     def find_width(self, k: int | None, max_k: int) -> None:
+        from ..sweep._candidate import failure
+
         row = [Row.of({0: 1.0}, 0.0)]
+        last: list[ProbeError] = []  # the last refusal, which the errors below chain
 
         def accepts(K: int) -> str | None:
             self.width = K
             try:
                 self.call(row, "call width", keep=False)
             except ProbeError as exc:
-                cause = exc.__cause__ or exc
-                return f"{type(cause).__name__}: {cause}"
+                last[:] = [exc]
+                return failure(exc.__cause__ or exc)
             return None
 
         if k is not None:
             err = accepts(k)
             if err is not None:
-                raise ProbeError(f"the callable {self.caller.name!r} raised at K={k}: {err}")
+                raise ProbeError(f"the callable {self.caller.name!r} raised at K={k}: "
+                                 f"{err}") from last[0]
             self.f["width"] = Finding(k, f"K = {k} as given")
             return
         err = accepts(max_k)
@@ -47,7 +51,7 @@ class WidthAndOrder:
         first = accepts(1)
         if first is not None:
             raise ProbeError(f"the callable {self.caller.name!r} raised at every K tried "
-                             f"(K=1: {first})")
+                             f"(K=1: {first})") from last[0]
         good = 1
         while good * 2 < refused:
             e = accepts(good * 2)

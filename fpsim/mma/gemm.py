@@ -503,7 +503,11 @@ def epilogue_numbers(alpha: Any, beta: Any, has_c: bool) -> tuple[float, float]:
     for name, x in (("alpha", alpha), ("beta", (1.0 if has_c else 0.0) if beta is None else beta)):
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-        if not np.isfinite(float(x)):
+        try:
+            finite = np.isfinite(float(x))
+        except OverflowError:  # an int beyond float64
+            finite = False
+        if not finite:
             raise ValueError(f"{name}={x!r}; accepted: a finite number")
         out.append(float(x))
     if not has_c and out[1] != 0:

@@ -116,6 +116,8 @@ class MMAModel:
                  chain: bool = False) -> np.ndarray:
         p = self.params
         out = self.output_format
+        if not isinstance(chain, (bool, np.bool_)):
+            raise TypeError(f"chain must be True or False, got {type(chain).__name__}")
         av, bv = read_inputs(a, b, self.input_format, fmt, self.input_b_format)
         rows = av.shape[:-1]
         cv = read_addend(c, out, rows)
@@ -124,8 +126,17 @@ class MMAModel:
             raise ValueError(f"K={K} products exceed this instruction's k={self.issue_k} "
                              f"({self._label()}); pass chain=True to split K into blocks of "
                              f"{p.k} accumulated in order")
-        A = av.reshape(-1, K)
-        B = bv.reshape(-1, K)
+        dt = _array.value_dtype(out)
+        n = int(np.prod(rows, dtype=np.int64))
+        if K == 0 or n == 0:
+            # No product, or no row: no instruction runs, d = c (work bounded by
+            # the data, never by a K with no data behind it).
+            with np.errstate(over="ignore", invalid="ignore"):
+                codes = _array.encode(np.ascontiguousarray(cv, np.float64).reshape(-1), out,
+                                      Context())
+            return codes.astype(_array.code_dtype(out)).view(dt).reshape(rows)
+        A = av.reshape(n, K)
+        B = bv.reshape(n, K)
         C = np.ascontiguousarray(cv, dtype=np.float64).reshape(-1)
         blocks = max(1, -(-K // p.k))
         pad = blocks * p.k - K
@@ -147,7 +158,6 @@ class MMAModel:
             codes = new if codes is None else np.where(finite, new, codes)
         assert codes is not None
         codes = np.where(special, spec_codes, codes)
-        dt = _array.value_dtype(out)
         return codes.astype(_array.code_dtype(out)).view(dt).reshape(rows)
 
     def _label(self) -> str:

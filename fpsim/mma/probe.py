@@ -49,12 +49,13 @@ from typing import Any
 
 import numpy as np
 
+from .._schedulers import check_seconds
 from ..formats import Format
 from ..formats import format as _lookup
 from ._probe_bits import AlignmentAndRounding, result_bits_of, snap
 from ._probe_findings import Finding
 from ._probe_gemm import WIDTHS, probe_library
-from ._probe_io import SHAPES, Caller, ProbeError, Row, codes_equal, show
+from ._probe_io import SHAPES, Caller, ProbeError, ProbeTimeout, Row, codes_equal, show
 from ._probe_join import WhereCJoins
 from ._probe_observe import observable
 from ._probe_order import WidthAndOrder
@@ -63,7 +64,7 @@ from .params import MMAParams
 from .presets import preset as _preset
 from .presets import presets as _presets
 
-__all__ = ["probe", "ProbeResult", "Finding", "ProbeError", "observable"]
+__all__ = ["probe", "ProbeResult", "Finding", "ProbeError", "ProbeTimeout", "observable"]
 
 
 
@@ -166,7 +167,7 @@ def _params_text(p: MMAParams) -> str:
 
 def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
           shape: str = "rows", k: int | None = None, max_k: int = 64,
-          seed: int = 0) -> ProbeResult:
+          seed: int = 0, timeout: float | None = None) -> ProbeResult:
     """Probe the dot-product or GEMM callable ``fn`` with inputs in format
     ``inputs`` and output ``out``; returns a :class:`ProbeResult`.
 
@@ -174,12 +175,19 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     :class:`~fpsim.mma.MMAModel`) or ``"gemm"`` (``fn(A, B, C) -> D``);
     see the module's docstring.  ``k``: the ``K`` to call ``fn`` with (by
     default the widest it accepts, up to ``max_k``).  ``seed``: of the
-    random verification rows.
+    random verification rows.  ``timeout``: seconds one call of ``fn`` may
+    take (a positive finite number; default None, no limit); with it, each
+    call runs in a daemon thread, and one that does not return in time is
+    left running there (a Python thread cannot be stopped) and ends the
+    probe with :class:`ProbeTimeout`.
 
     Errors: an unknown format or ``shape`` (``ValueError`` listing what is
     accepted); ``fn`` raising on a probe's input (:class:`ProbeError`, a
-    ``RuntimeError`` naming the probe and its first row); ``fn`` returning
-    the wrong shape (``ValueError``) or dtype (``TypeError``).
+    ``RuntimeError`` naming the probe and its first row, chained from what
+    ``fn`` raised: anything but KeyboardInterrupt, ``SystemExit`` and
+    ``GeneratorExit`` included); ``fn`` running past ``timeout``
+    (:class:`ProbeTimeout`, a ``RuntimeError`` naming the probe); ``fn``
+    returning the wrong shape (``ValueError``) or dtype (``TypeError``).
 
     >>> import math, numpy as np, fpsim.mma as mma
     >>> def dot(a, b, c):      # exact products, exact sum, one rounding to FP32
@@ -221,8 +229,11 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     if fin_b.width > 32 or fin_b.precision > 24:
         raise ValueError(f"inputs={fin_b.name}: the probes take inputs of at most 24 bits of "
                          "precision")
+    if timeout is not None:
+        check_seconds(timeout, "timeout", " (or None: no limit)")
+        timeout = float(timeout)
     start = time.perf_counter()
-    run = _Probe(fn, fin, fout, shape, seed)
+    run = _Probe(fn, fin, fout, shape, seed, timeout)
     if shape == "gemm":
         run.library(fin_b)
     if shape == "rows":
@@ -248,9 +259,10 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
     (the stages themselves live in the mixins, by what they find)."""
 
     def __init__(self, fn: Callable[..., Any], fin: Format, fout: Format, shape: str,
-                 seed: int) -> None:
+                 seed: int, timeout: float | None = None) -> None:
         self.fin, self.fout = fin, fout
-        self.caller = Caller(fn, fin, fout, shape, input_subnormals=False)
+        self.timeout = timeout
+        self.caller = Caller(fn, fin, fout, shape, input_subnormals=False, timeout=timeout)
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.fin_b = fin
@@ -289,7 +301,8 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
     def library(self, fin_b: Format) -> None:
         """The library stage (:mod:`fpsim.mma._probe_gemm`), first: it finds
         the padding every later call uses."""
-        self.lib = probe_library(self.caller.fn, self.fin, fin_b, self.fout, self.seed)
+        self.lib = probe_library(self.caller.fn, self.fin, fin_b, self.fout, self.seed,
+                                 self.timeout)
         self.caller.pad = self.lib["caller"].pad
         self.fin_b = fin_b
 

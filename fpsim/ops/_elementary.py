@@ -41,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._errstate import quiet
 from .._scratch import scratch as work_arrays
 from ..array import _native
-from ..array.engine import DEFAULT_CHUNK, run_chunks, stochastic_bits
+from ..array.engine import DEFAULT_CHUNK, check_flag, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..modes import STOCHASTIC, Rounding
@@ -65,6 +66,7 @@ _FUNCTIONS = ("exp", "log", "tanh", "erf", "rsqrt")
 _LN2_LO, _LN2_HI = Fraction(6931471805, 10**10), Fraction(6931471806, 10**10)
 
 
+@quiet
 def golden(name: str, a: Float, ctx: Context | None = None, **overrides: Any) -> Float:
     """The correctly rounded ``name(a)`` (``"exp"``, ``"log"``, ``"tanh"``,
     ``"erf"``, ``"rsqrt"``) of a scalar :class:`fpsim.Float`, in its format,
@@ -363,6 +365,7 @@ def _golden_code(name: str, fmt: Format, code: int, scratch: Context, rand: int 
 def _elementwise(name: str, x: Any, ctx: Context | None, fmt: Format | str | None,
                  random_bits: Any, rng: Any, return_flags: bool, chunk_size: int,
                  overrides: dict[str, Any]) -> Any:
+    check_flag("return_flags", return_flags)
     operand = Operand(name, x, fmt)
     f = operand.fmt
     if f.width > 32:
@@ -418,7 +421,7 @@ def _function(name: str, summary: str, example: str) -> Any:
     f.__name__ = f.__qualname__ = name
     f.__module__ = "fpsim.ops"
     f.__doc__ = summary + _DOC + "\n" + example
-    return f
+    return quiet(f)
 
 
 exp = _function("exp", "``e**x`` elementwise, correctly rounded.", """
@@ -449,6 +452,7 @@ rsqrt = _function("rsqrt", "``1 / sqrt(x)`` elementwise with one rounding (compu
 """)
 
 
+@quiet
 def reciprocal(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
                random_bits: Any = None, rng: Any = None, return_flags: bool = False,
                chunk_size: int = DEFAULT_CHUNK, **overrides: Any) -> Any:

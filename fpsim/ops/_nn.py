@@ -17,13 +17,17 @@ result, flags included (:mod:`fpsim.ops._fast32`).
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
 from .. import _threads, array
-from ..array.engine import as_array
+from .._errstate import quiet
+from ..array.engine import as_array, check_flag
 from ..context import Context, resolve
 from ..formats import FP16, FP32, Format
 from . import _fast32
@@ -257,6 +261,7 @@ _NUMERICS = """
     never depend on it."""
 
 
+@quiet
 def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
             stable: bool = True, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
             order: Any = "sequential", rng: Any = None, workers: int | None = None,
@@ -269,9 +274,32 @@ def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = No
     3. ``s`` = the running sum of ``e`` in A;
     4. ``y = e / s`` in C (``s`` converted to C), converted to O.
     """
-    c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis,
-              convert=False, workers=workers)
+    check_flag("stable", stable)
+    c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides,
+              _one_axis("softmax", axis), convert=False, workers=workers)
     return c.by_rows(lambda c: _softmax_steps(c, stable))
+
+
+def _one_axis(op: str, axis: Any) -> Any:
+    """The axis a row-wise operator reduces: one integer (None is no axis)."""
+    if axis is None:
+        raise TypeError(f"{op}(): axis=None; accepted one integer (the axis the rows run along)")
+    return axis
+
+
+def _check_eps(op: str, eps: Any) -> None:
+    """``eps=``: a real number >= 0, finite in float64 (it is rounded into C
+    from its float64 value)."""
+    if isinstance(eps, np.ndarray) and eps.shape == () and eps.dtype.kind in "iuf":
+        eps = eps[()]
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (numbers.Real, Decimal)):
+        raise TypeError(f"{op}(): eps must be a real number, got {type(eps).__name__} {eps!r}")
+    try:
+        value = float(eps)
+    except OverflowError:
+        value = math.inf
+    if not 0 <= value < math.inf:
+        raise ValueError(f"{op}(): eps={eps!r}; accepted a number >= 0, finite in float64")
 
 
 def _softmax_steps(c: _Call, stable: bool) -> np.ndarray:
@@ -280,6 +308,7 @@ def _softmax_steps(c: _Call, stable: bool) -> np.ndarray:
     return c.div(e, s[..., None])
 
 
+@quiet
 def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
                 stable: bool = True, compute: Any = FP32, accumulate: Any = FP32,
                 out: Any = None, order: Any = "sequential", rng: Any = None,
@@ -288,8 +317,9 @@ def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any 
     """Log-softmax along ``axis``: ``d`` and ``e`` as in :func:`softmax`,
     ``s`` their running sum in A, ``l = log(s)`` correctly rounded in C,
     ``y = d - l`` in C, converted to O."""
-    c = _Call("log_softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, axis,
-              convert=False, workers=workers)
+    check_flag("stable", stable)
+    c = _Call("log_softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides,
+              _one_axis("log_softmax", axis), convert=False, workers=workers)
     return c.by_rows(lambda c: _log_softmax_steps(c, stable))
 
 
@@ -302,6 +332,7 @@ def _log_softmax_steps(c: _Call, stable: bool) -> np.ndarray:
 _VARIANCES = ("two_pass", "one_pass")
 
 
+@quiet
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None = None, *,
                fmt: Any = None, eps: float = 1e-5, variance: str = "two_pass",
                compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
@@ -331,9 +362,10 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None
     >>> layer_norm(row, compute="fp16", accumulate="fp16", daz=True)[0, :2].tolist()
     [nan, nan]
     """
-    if variance not in _VARIANCES:
+    if not isinstance(variance, str) or variance not in _VARIANCES:
         raise ValueError(f"layer_norm(): unknown variance={variance!r}; accepted "
                          f"{', '.join(repr(v) for v in _VARIANCES)}")
+    _check_eps("layer_norm", eps)
     c = _Call("layer_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1,
               convert=False, workers=workers)
     return c.by_rows(lambda c: _layer_norm_steps(c, weight, bias, eps, variance))
@@ -361,6 +393,7 @@ def _affine(c: _Call, y: np.ndarray, weight: Any, bias: Any) -> np.ndarray:
     return y
 
 
+@quiet
 def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any = None,
              eps: float = 1e-6, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
              order: Any = "sequential", rng: Any = None, workers: int | None = None,
@@ -369,6 +402,7 @@ def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any
     ``xc*xc`` in A) / N in A, converted to C; ``r = rsqrt(ms + eps)``
     (correctly rounded, in C); ``y = xc * r``; ``y = y * weight`` where
     given; converted to O."""
+    _check_eps("rms_norm", eps)
     c = _Call("rms_norm", x, fmt, ctx, compute, accumulate, out, order, rng, overrides, -1,
               convert=False, workers=workers)
 
@@ -379,6 +413,7 @@ def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any
     return c.by_rows(steps)
 
 
+@quiet
 def relu(x: Any, ctx: Context | None = None, *, fmt: Any = None, out: Any = None,
          **overrides: Any) -> np.ndarray:
     """``x`` where ``x > 0``, else +0 (a NaN stays itself), converted to O
@@ -402,6 +437,7 @@ def _sigmoid_steps(c: _Call) -> np.ndarray:
     return c.div(one, c.add(one, c.fn("exp", c.mul(c.x, c.constant(-1.0)))))
 
 
+@quiet
 def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
             out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """``1 / (1 + exp(-x))`` as roundings in C: ``e = exp(-xc)`` (correctly
@@ -410,6 +446,7 @@ def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any
     return c.done(_sigmoid_steps(c), moved=False)
 
 
+@quiet
 def silu(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
          out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """``x * sigmoid(x)``: the steps of :func:`sigmoid`, then ``y = xc * s``
@@ -421,6 +458,7 @@ def silu(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = 
 _APPROXIMATIONS = ("none", "tanh")
 
 
+@quiet
 def gelu(x: Any, ctx: Context | None = None, *, fmt: Any = None, approximate: str = "none",
          compute: Any = FP32, out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """GELU, as roundings in C (constants: the float64 literals, rounded to
@@ -479,6 +517,7 @@ def _check_reduction(op: str, reduction: str) -> None:
                          f"{', '.join(repr(r) for r in _REDUCTIONS)}")
 
 
+@quiet
 def mse_loss(pred: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
              reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
              out: Any = None, order: Any = "sequential", rng: Any = None,
@@ -496,6 +535,7 @@ def mse_loss(pred: Any, target: Any, ctx: Context | None = None, *, fmt: Any = N
     return _reduce(c, c.mul(d, d), reduction, False)
 
 
+@quiet
 def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
                   reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
                   out: Any = None, order: Any = "sequential", rng: Any = None,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _threads, array
+from .._errstate import quiet
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..mma import MMAModel
@@ -218,6 +219,7 @@ def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, s
     return operand, acc_fmt, sum_last(steps, terms, acc_fmt, acc_fmt, order), terms.shape[-1]
 
 
+@quiet
 def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
         fmt: Format | str | None = None, accumulate: Format | str = FP32,
         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
@@ -253,6 +255,7 @@ def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
     return deliver(steps.convert(total, acc_fmt, out_fmt), out_fmt, operand.typed)
 
 
+@quiet
 def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
          fmt: Format | str | None = None, accumulate: Format | str = FP32,
          out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
@@ -313,6 +316,7 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
     a_terms = lambda c, i: c[:, i:i + 1]  # noqa: E731  (factors of term i)
     b_terms = lambda c, i: c[i:i + 1, :]  # noqa: E731
     total_fmt = None  # the format partial sums are promoted into, if any
+    promote_fmt = declared(op, "promote_to", promote_to)  # (checked even where unused)
     if promote_every is not None:
         # Checked before any step runs: a bad argument raises no flag.
         if (not isinstance(promote_every, (int, np.integer)) or isinstance(promote_every, bool)
@@ -322,7 +326,7 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
         if order != "sequential":
             raise ValueError(f"{op}(): promote_every= declares the order itself (sequential "
                              f"partial sums of {promote_every} products); drop order={order!r}")
-        total_fmt = declared(op, "promote_to", promote_to)
+        total_fmt = promote_fmt
     if a.fmt != b.fmt:
         raise TypeError(f"{op}(): operands are in different formats ({a.fmt.name} and "
                         f"{b.fmt.name}); convert first, e.g. fpsim.array.round(x, "
@@ -427,6 +431,7 @@ def _fast_fp32(ca: np.ndarray, cb: np.ndarray, fmt: Format, order: Any, promote_
     return result.view(array.code_dtype(FP32))
 
 
+@quiet
 def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
         compute: Format | str | None = None, accumulate: Format | str = FP32,
         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
@@ -463,6 +468,7 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
                      accumulate, out, order, None, FP32, workers, steps)
 
 
+@quiet
 def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
            compute: Format | str | None = None, accumulate: Format | str = FP32,
            out: Format | str | None = None, order: Any = "sequential",

@@ -16,7 +16,7 @@ from ..context import Context
 from ..formats import FP32
 from ..value import Float
 
-__all__ = ["real", "fp32_value", "positive_int", "settings", "rng", "float_values"]
+__all__ = ["real", "fp32_value", "positive_int", "settings", "rng", "float_values", "real_array"]
 
 
 def real(op: str, name: str, value: Any) -> Any:
@@ -69,15 +69,24 @@ def float_values(op: str, name: str, x: Any) -> np.ndarray:
     """``x`` as a float64 array: values of an integer, bool or float dtype
     (numpy's and ml_dtypes'), or Python numbers; not strings, complex
     numbers or masked arrays, which float64 would read loosely, lossily or
-    without their mask."""
+    without their mask.  (Values float64 cannot hold, np.longdouble's and
+    Python numbers beyond its range or precision, are rounded into it:
+    :func:`real_array` gives them as they are.)"""
+    return real_array(op, name, x).astype(np.float64)
+
+
+def real_array(op: str, name: str, x: Any) -> np.ndarray:
+    """``x`` as a numpy array of real numbers, checked as
+    :func:`float_values` checks it, not converted: an integer, bool or
+    float dtype (np.longdouble too), or an object array of Python numbers."""
     a = as_array(x)
     kind = a.dtype.kind
     if kind == "O":
         loose = [v for v in a.flat if isinstance(v, (str, bytes)) or not isinstance(
             v, (numbers.Real, Decimal))]
         if not loose:
-            return a.astype(np.float64)
+            return a
     elif kind in "biuf" or a.dtype.newbyteorder("=").name in VALUE_DTYPE_NAMES:
-        return a.astype(np.float64)
+        return a
     raise TypeError(f"{op}: {name} has dtype {a.dtype}; accepted real numbers (a float, "
                     "integer or bool array, or a sequence of Python numbers)")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._errstate import quiet
 from ..context import Context, check_saturate, getcontext
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
@@ -58,6 +59,7 @@ class DelayedScaling:
     112.0 [2.0, 4.0] 112.0
     """
 
+    @quiet
     def __init__(self, element_format: Any = E4M3, *, history_len: int = 16,
                  amax_compute: str = "max", margin: int = 0, interval: int = 1,
                  scale_format: Format | str = FP32, rounding: str = "rne",
@@ -99,6 +101,7 @@ class DelayedScaling:
         """The amax history as float64, most recent first."""
         return array.decode(self._history, self.scale_format)
 
+    @quiet
     def step(self, x: Any, *, fmt: Format | str | None = None, rng: Any = None) -> Quantized:
         """Quantize ``x`` with the current scale, then record its amax and
         update the scale when the interval is reached."""

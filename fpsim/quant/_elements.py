@@ -23,10 +23,13 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .. import parse as _parse
+from .._errstate import quiet
 from ..context import Context, getcontext
 from ..formats import FP64, Format, Specials
 from ..formats import format as _lookup
 from ..modes import Rounding
+from ..rounding import check_random_bits
 from ..rounding import quantize as _quantize_to_multiple
 from ..value import Float
 
@@ -54,6 +57,11 @@ class IntFormat:
     symmetric: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"IntFormat: name must be a str, got {type(self.name).__name__}")
+        if not isinstance(self.symmetric, (bool, np.bool_)):
+            raise TypeError(f"IntFormat: symmetric must be True or False, got "
+                            f"{self.symmetric!r}")
         if isinstance(self.bits, bool) or not isinstance(self.bits, int) or not 1 <= self.bits <= 8:
             raise ValueError(f"IntFormat: bits={self.bits!r}; accepted an integer from 1 to 8")
         if isinstance(self.frac_bits, bool) or not isinstance(self.frac_bits, int) or not (
@@ -113,6 +121,10 @@ class IntFormat:
 
     def value(self, code: int) -> Fraction:
         """The exact value of a code (an integer in ``[min_code, max_code]``)."""
+        if isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, np.integer)):
+            raise TypeError(f"{self.name}.value(): code must be an integer in "
+                            f"[{self.min_code}, {self.max_code}], got {type(code).__name__} "
+                            f"{code!r}")
         k = int(code)
         if not self.min_code <= k <= self.max_code:
             raise ValueError(f"{self.name}: code {code!r} is outside "
@@ -133,7 +145,8 @@ class IntFormat:
         >>> MXINT8.round(0.1), float(MXINT8.value(MXINT8.round(0.1)))   # 6.4 / 64
         (6, 0.09375)
         """
-        mode = Context(rounding=rounding).rounding
+        mode = Context(rounding=rounding, sr_bits=sr_bits).rounding
+        rand = check_random_bits(rand, sr_bits, "rand")
         v = _exact(x)
         if v is None:
             raise ValueError(f"{self.name}.round(): {x!r} is NaN, which no integer holds")
@@ -146,6 +159,7 @@ class IntFormat:
         k = -k if negative else k
         return min(max(k, self.min_code), self.max_code)
 
+    @quiet
     def round_array(self, x: Any, rounding: Rounding | str = "rne", *,
                     fmt: Format | str | None = None, ctx: Context | None = None,
                     rng: Any = None, random_bits: Any = None) -> np.ndarray:
@@ -182,6 +196,13 @@ def _exact(x: Any) -> Fraction | float | None:
         if x.is_inf:
             return -math.inf if x.is_negative else math.inf
         return x.value
+    if isinstance(x, np.floating) and x.dtype.itemsize > 8:
+        # np.longdouble, wider than a float (.item() keeps it): its exact ratio
+        if np.isnan(x):
+            return None
+        if np.isinf(x):
+            return -math.inf if x < 0 else math.inf
+        return Fraction(*x.as_integer_ratio())
     if isinstance(x, (np.floating, np.integer)):
         x = x.item()
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, Fraction, Decimal)):
@@ -191,6 +212,10 @@ def _exact(x: Any) -> Fraction | float | None:
             return None
         if x in (math.inf, -math.inf):
             return float(x)
+    if isinstance(x, Decimal):
+        # its exponent may be huge (1e999999999): read as fpsim.parse reads it,
+        # at a cost bounded whatever the magnitude
+        return _parse.fraction(_parse.exact(x))
     return Fraction(x)
 
 
@@ -198,9 +223,10 @@ _GRIDS: dict[int, Format] = {}
 
 
 def _grid(m: int) -> Format:
-    if m not in _GRIDS:
-        _GRIDS[m] = Format(f"int{m + 1}_grid", 1, m, 0, Specials.NONE)
-    return _GRIDS[m]
+    grid = _GRIDS.get(m)
+    if grid is None:  # (setdefault: one grid per m, whichever thread made it first)
+        grid = _GRIDS.setdefault(m, Format(f"int{m + 1}_grid", 1, m, 0, Specials.NONE))
+    return grid
 
 
 # Plain two's complement integers, full range (codes -2**(n-1) .. 2**(n-1) - 1).

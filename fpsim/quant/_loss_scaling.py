@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._errstate import quiet
 from ..context import Context
 from ..formats import FP32, Format
 from ..formats import format as _lookup
@@ -55,6 +56,7 @@ class LossScaler:
     65536.0
     """
 
+    @quiet
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000) -> None:
         op = "LossScaler"
@@ -77,6 +79,7 @@ class LossScaler:
         """The current scale (an FP32 value)."""
         return float(array.decode(self._scale, FP32))
 
+    @quiet
     def update(self, found_inf: bool) -> None:
         """GradScaler's update after a step (see the module's docstring).
         ``found_inf``: True or False (numpy's too), or 1.0 / 0.0 as
@@ -94,6 +97,7 @@ class LossScaler:
         else:
             self.growth_tracker = successful
 
+    @quiet
     def step(self, gradients: Any, fmt: Format | str = "fp16") -> StepRecord:
         """One training step's gradients: ``gradients`` (FP32 values, as an
         FP32 reference computed them; float64 input is rounded into FP32
@@ -128,8 +132,15 @@ def _found_inf(value: Any) -> bool:
 def _fp32_values(gradients: Any, op: str = "LossScaler.step()") -> np.ndarray:
     """Gradients as the float64 values of FP32 numbers (rounded into FP32
     first where they are not)."""
-    g = _checks.float_values(op, "gradients", gradients)
-    return array.decode(array.encode(g, FP32, Context()), FP32)
+    a = _checks.real_array(op, "gradients", gradients)
+    if a.dtype.kind == "O" or a.dtype.itemsize > 8:
+        # Python numbers (ints and Fractions beyond float64, Decimals) and
+        # np.longdouble: each read exactly and rounded once by the scalar
+        # model, never through float64 (a second rounding, or an OverflowError)
+        ctx = Context()
+        values = [float(FP32.round(v, ctx)) for v in a.reshape(-1)]
+        return np.array(values, np.float64).reshape(a.shape)
+    return array.decode(array.encode(a.astype(np.float64), FP32, Context()), FP32)
 
 
 def _scaled_fractions(g: np.ndarray, scale: float, fmt: Format) -> tuple[float, float, bool]:
@@ -171,6 +182,7 @@ class ScaleSweep:
         return "\n".join(lines)
 
 
+@quiet
 def scale_sweep(gradients: Any, scales: Any = None,
                 formats: tuple[str, ...] = ("fp16", "bf16", "e5m2")) -> ScaleSweep:
     """What each candidate loss scale does to an FP32 gradient tensor in

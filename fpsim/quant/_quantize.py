@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._errstate import quiet
 from ..context import Context, check_saturate, getcontext
 from ..formats import FP32, Format
 from ..modes import Saturation
@@ -114,6 +115,7 @@ class Quantized:
     _groups: Any = field(repr=False)
     tensor_scale: np.ndarray | None = None
 
+    @quiet
     def dequantize(self) -> np.ndarray:
         """Each element times its group's scale (divided by it under
         ``"max/amax"``), exactly, rounded once to float64.
@@ -156,6 +158,7 @@ def _saturation_words(saturate: bool | Saturation) -> str:
     return f"saturation {saturate}"
 
 
+@quiet
 def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context | None = None,
              *, fmt: Format | str | None = None, scale_format: Format | str | None = None,
              scale_rule: str = "amax/max", eps: float | None = None, axis: int | None = None,
@@ -221,6 +224,11 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                               block_size=block_size, rounding=rounding, saturate=saturate,
                               rng=rng, eps=eps, scale_rule=scale_rule)
     sfmt = _declared_format("scale_format", FP32 if scale_format is None else scale_format)
+    # (a block size no scaling here reads is refused, not ignored)
+    if block_size is not None:
+        raise ValueError(f"quantize(): block_size={block_size!r} applies with scaling='mx' or "
+                         "'nvfp4' (blocks of consecutive elements along axis=); a 2-D tile is "
+                         "scaling=('block', (rows, columns)); drop block_size=")
     if scale_rule not in SCALE_RULES:
         raise ValueError(f"quantize(): scale_rule={scale_rule!r}; accepted 'amax/max' (scale = "
                          "amax / element max, elements = x / scale) or 'max/amax' (scale = "

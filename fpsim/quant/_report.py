@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from .. import array
+from .._errstate import quiet
+from ..array.engine import check_flag
 from ..ops.operands import Operand
 from ._quantize import Quantized
 
@@ -64,6 +66,7 @@ class QuantReport:
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+@quiet
 def error_report(x: Any, q: Quantized, *, fmt: Any = None, per_block: bool = False
                  ) -> QuantReport:
     """Compare ``q.dequantize()`` with the tensor ``x`` it was made from
@@ -85,6 +88,10 @@ def error_report(x: Any, q: Quantized, *, fmt: Any = None, per_block: bool = Fal
     NaN produced     0
     inf produced     0
     """
+    if not isinstance(q, Quantized):
+        raise TypeError(f"error_report(): q must be the fpsim.quant.Quantized that quantize() "
+                        f"made from x, got {type(q).__name__}")
+    check_flag("per_block", per_block)
     source = Operand("error_report", x, fmt)
     original = array.decode(source.codes, source.fmt)
     if original.shape != q.saturated.shape:

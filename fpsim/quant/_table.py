@@ -12,8 +12,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from .._errstate import quiet
 from ..formats import E8M0
 from ._elements import MXINT8, element_format
+from ._mx import check_scale_rounding
 
 __all__ = ["scale_table", "CASES", "MX_COLUMNS"]
 
@@ -58,6 +60,7 @@ def _block(dtype: str, amax: Any, size: int, elem_max: float) -> np.ndarray:
     return b.astype(_DTYPES[dtype])
 
 
+@quiet
 def scale_table(scaling: str = "mx", scale_rounding: str = "floor") -> str:
     """The table for ``scaling="mx"`` under one ``scale_rounding`` (each
     cell the block's scale exponent ``k`` of ``X = 2**k``; ``NaN`` for the
@@ -74,6 +77,8 @@ def scale_table(scaling: str = "mx", scale_rounding: str = "floor") -> str:
         return _nvfp4_table(quantize)
     if scaling != "mx":
         raise ValueError(f"scale_table(): scaling={scaling!r}; accepted 'mx' or 'nvfp4'")
+    # (checked here: quantize() refusing it would read as every cell refused)
+    check_scale_rounding(scale_rounding)
     names = ("E4M3", "E5M2", "E3M2", "E2M3", "E2M1", "INT8")
     width = max(len(c[0]) for c in CASES) + 2
     lines = [f"{'amax':<{width}}" + "".join(f"{n:>6}" for n in names),

@@ -8,12 +8,21 @@ returns an array of that shape: values of the format's numpy type, or codes
 in the code's unsigned integer type.  On the command line and in a progress
 file a candidate is named ``module:function`` (``module:Class.method`` too),
 imported where each chunk runs.
+
+This module is also where fpsim meets user code on the command line (``sweep``
+and ``probe`` load ``--against`` through :func:`load`): anything but Ctrl-C
+(KeyboardInterrupt) that user code raises, while its module is imported or
+while it is called, ``SystemExit``, ``GeneratorExit`` and BaseExceptions of
+its own included, is its failure, reported as one error that names it
+(:func:`failure` words what it raised); :func:`run_within` bounds a call in
+time.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -40,10 +49,32 @@ def name_of(candidate: Any) -> str:
     return f"{module}:{qualname}"
 
 
+def message(exc: BaseException) -> str:
+    """``str(exc)`` of an exception user code raised, which is user code
+    too: when it raises, a note saying so (the report must not fail in
+    turn)."""
+    try:
+        return str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:
+        return f"(its message could not be read: str() raised {type(inner).__name__})"
+
+
+def failure(exc: BaseException) -> str:
+    """What user code raised, in one phrase: ``"SystemExit: 0"``, or its
+    type alone when it has no message (``sys.exit()``)."""
+    text = message(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 @functools.lru_cache(maxsize=32)
 def load(name: str) -> Callable[..., Any]:
-    """The callable named ``module:function``; ImportError if it cannot be
-    imported, TypeError if it is not callable."""
+    """The callable named ``module:function``: ImportError if the module
+    cannot be found or has no such attribute, TypeError if it is not
+    callable, :class:`CandidateError` (chained from what was raised) if
+    importing the module or looking the attribute up raises anything else,
+    ``SystemExit`` included; only KeyboardInterrupt goes through."""
     if not isinstance(name, str) or name.count(":") != 1 or not all(name.partition(":")[::2]):
         raise ValueError(f"candidate {name!r}: name it as {NAMING}, e.g. mykernels:fp16_add")
     module_name, _, attribute = name.partition(":")
@@ -51,16 +82,57 @@ def load(name: str) -> Callable[..., Any]:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"cannot import the candidate {name!r}: module {module_name!r} "
-                          f"cannot be imported ({exc}); it must be importable from the "
-                          "current directory or sys.path where the sweep runs") from None
+                          f"cannot be imported ({failure(exc)}); it must be importable from "
+                          "the current directory or sys.path where it runs") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        # A module that calls sys.exit() or raises while being imported: its
+        # failure, never the end of fpsim (nor a success status).
+        raise CandidateError(f"cannot import the candidate {name!r}: importing module "
+                             f"{module_name!r} raised {failure(exc)}") from exc
     for part in attribute.split("."):
-        if not hasattr(obj, part):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
             raise ImportError(f"cannot import the candidate {name!r}: {module_name!r} has no "
-                              f"attribute {attribute!r}")
-        obj = getattr(obj, part)
+                              f"attribute {attribute!r}") from None
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a module __getattr__ or a property of its own
+            raise CandidateError(f"cannot import the candidate {name!r}: looking up "
+                                 f"{attribute!r} in {module_name!r} raised "
+                                 f"{failure(exc)}") from exc
     if not callable(obj):
         raise TypeError(f"the candidate {name!r} is a {type(obj).__name__}, not a callable")
     return obj  # type: ignore[no-any-return]
+
+
+def run_within(seconds: float, fn: Callable[..., Any], args: tuple[Any, ...],
+               timed_out: Callable[[], BaseException]) -> Any:
+    """``fn(*args)``, given up after ``seconds``: it runs in a daemon thread,
+    left behind if it never returns (a Python thread cannot be stopped, and
+    a daemon thread does not hold the process open); then ``timed_out()``
+    is raised.  What ``fn`` raises is raised here, in the caller's thread,
+    as it is.  (A call that holds the GIL without ever releasing it, in C,
+    cannot be bounded this way.)"""
+    box: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the caller's thread as it is
+            box.append((False, exc))
+
+    worker = threading.Thread(target=work, name="fpsim-user-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        raise timed_out()
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
 
 
 def resolve(candidate: Any) -> Callable[..., Any]:
@@ -97,13 +169,17 @@ def call(candidate: Any, codes: list[np.ndarray], fmt: Format) -> np.ndarray:
         # Everything else a candidate raises is its failure, SystemExit(0)
         # and GeneratorExit included: letting one through could end the
         # sweep with a success status and no report.
-        raise CandidateError(f"the candidate {name!r} raised {type(exc).__name__}: "
-                             f"{exc}") from exc
+        raise CandidateError(f"the candidate {name!r} raised {failure(exc)}") from exc
     try:
         out = np.asarray(out)
+    except KeyboardInterrupt:
+        raise
     except Exception as exc:
         raise TypeError(f"the candidate {name!r} returned a {type(out).__name__}, not an "
-                        f"array ({exc})") from None
+                        f"array ({failure(exc)})") from None
+    except BaseException as exc:  # its __array__ (user code too) ended the process
+        raise CandidateError(f"the candidate {name!r} returned a {type(out).__name__} that "
+                             f"raised {failure(exc)} when read as an array") from exc
     shape = args[0].shape
     if out.shape != shape:
         raise ValueError(f"the candidate {name!r} returned shape {out.shape} for operands of "

@@ -82,6 +82,19 @@ class Space:
         else:
             raise ValueError(f"unknown space kind {kind!r}")
 
+    # A value: equal spaces hold the same tuples in the same order (a Spec
+    # that went through pickle, to a worker and back, is still equal).
+    def _parameters(self) -> tuple[Any, ...]:
+        return (self.fmt, self.arity, self.kind, self.fraction, self.seed, self.specials)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Space):
+            return NotImplemented
+        return self._parameters() == other._parameters()
+
+    def __hash__(self) -> int:
+        return hash(self._parameters())
+
     def describe(self) -> dict[str, Any]:
         """The space as JSON-ready data (in the report and the progress file)."""
         d: dict[str, Any] = {"kind": self.kind, "format": self.fmt.name, "arity": self.arity,

@@ -17,7 +17,6 @@ element for FP16 add: 37 MiB for the default chunk of 2**20).
 from __future__ import annotations
 
 import dataclasses
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,30 +112,16 @@ def evaluate_within(spec: Spec, seconds: float, chunk: int) -> Partial:
 
 
 def within(seconds: float, fn: Any, args: tuple[Any, ...], spec: Spec, where: Any) -> Any:
-    """``fn(*args)``, given up after ``seconds``.  It runs in a daemon
-    thread, left behind if it never returns (a Python thread cannot be
-    stopped, and a daemon thread does not hold the process open);
-    :class:`~fpsim.sweep._candidate.CandidateError` names the candidate and
-    ``where()`` it hung."""
-    box: list[tuple[bool, Any]] = []
-
-    def work() -> None:
-        try:
-            box.append((True, fn(*args)))
-        except BaseException as exc:  # handed to the caller's thread as it is
-            box.append((False, exc))
-
-    worker = threading.Thread(target=work, name="fpsim-sweep-chunk", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not box:
-        raise _candidate.CandidateError(
+    """``fn(*args)``, given up after ``seconds`` (see
+    :func:`~fpsim.sweep._candidate.run_within`): the hung call is left in a
+    daemon thread, and :class:`~fpsim.sweep._candidate.CandidateError`
+    names the candidate and ``where()`` it hung."""
+    def timed_out() -> BaseException:
+        return _candidate.CandidateError(
             f"the candidate {_candidate.name_of(spec.candidate)!r} did not finish {where()} "
             f"within {seconds:g} s (the chunk timeout)")
-    ok, value = box[0]
-    if ok:
-        return value
-    raise value
+
+    return _candidate.run_within(seconds, fn, args, timed_out)
 
 
 def describe_chunk(spec: Spec, chunk: int) -> str:

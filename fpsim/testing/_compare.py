@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
+from .._errstate import quiet
 from ..array import engine
 from ..context import Context
 from ..formats import Format
@@ -221,6 +222,7 @@ def _finish(tally: Partial, kappas: _kappa.KappaPartial, fmt: Format, shape: tup
     return report
 
 
+@quiet
 def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
             max_ulp: int | None = None, nan: str = "any", signed_zero: bool = True,
             offenders: int = 10, max_kappa: int | None = None) -> Report:
@@ -322,6 +324,7 @@ def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int | 
     return report
 
 
+@quiet
 def kappa(actual: Any, expected: Any, fmt: Format | str | None = None) -> np.ndarray:
     """IEEE P3109's accuracy measure κ of each element pair, as a float64
     array of the inputs' shape (inputs as :func:`compare` takes them).
@@ -358,7 +361,7 @@ def kappa(actual: Any, expected: Any, fmt: Format | str | None = None) -> np.nda
 
 def _collect(report: Report) -> None:
     if not report.ok:
-        for collector in _collectors:
+        for collector in tuple(_collectors):  # (a snapshot: the plugin may push or pop)
             collector.append(report)
 
 
@@ -496,6 +499,7 @@ def _scratch(slot: int, nbytes: int) -> np.ndarray | None:
     return pair[slot]
 
 
+@quiet
 def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = None, *,
                          err_msg: str = "") -> None:
     """Raise :class:`AssertionError` unless every element of ``actual`` has
@@ -511,9 +515,11 @@ def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = 
     AssertionError: fpsim compare: MISMATCH: fp16, shape (2,), max_ulp=0, nan=exact, ...
     ...
     """
+    _check_err_msg(err_msg)
     _assert(compare(actual, expected, fmt, max_ulp=0, nan="exact", signed_zero=True), err_msg)
 
 
+@quiet
 def assert_ulp_close(actual: Any, expected: Any, max_ulp: int = 1,
                      fmt: Format | str | None = None, *, nan: str = "any",
                      signed_zero: bool = True, err_msg: str = "") -> None:
@@ -530,8 +536,15 @@ def assert_ulp_close(actual: Any, expected: Any, max_ulp: int = 1,
     AssertionError: fpsim compare: MISMATCH: fp16, shape (2,), max_ulp=1, nan=any, signed_zero=True
     ...
     """
+    _check_err_msg(err_msg)
     _assert(compare(actual, expected, fmt, max_ulp=max_ulp, nan=nan, signed_zero=signed_zero),
             err_msg)
+
+
+def _check_err_msg(err_msg: Any) -> None:
+    if not isinstance(err_msg, str):
+        raise TypeError(f"err_msg must be a str (added to the failure's message), got "
+                        f"{type(err_msg).__name__}")
 
 
 def _assert(report: Report, err_msg: str) -> None:

@@ -92,6 +92,14 @@ class Profile:
     def __hash__(self) -> int:
         return hash(self.name)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A preset comes back as the preset itself; another profile through
+        # the constructor (the read-only mappings do not pickle: it takes dicts).
+        if _PROFILES.get(self.name) == self:
+            return (profile, (self.name,))
+        return (Profile, (self.name, self.description, self.source, dict(self.settings),
+                          {k: dict(v) for k, v in self.formats.items()}, dict(self.notes)))
+
     def settings_for(self, fmt: Format | str | None = None) -> dict[str, Any]:
         """The settings for conversions into ``fmt`` (the profile's
         settings, then the format's overrides).

@@ -4,7 +4,7 @@ histogram and the first offenders (see :mod:`fpsim.testing._compare`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,16 @@ class Offender:
         """``bits`` in hex with the format's width of digits (0x0000 in FP16)."""
         return f"0x{bits:0{self.hex_digits}x}"
 
+    # Equality field by field, with a κ of NaN equal to a κ of NaN: an
+    # offender equals its copy (pickle, a Dask worker's result).
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    def __hash__(self) -> int:
+        return hash(_fields(self))
+
 
 @dataclass
 class Report:
@@ -78,6 +88,12 @@ class Report:
     bins: list[int] = field(default_factory=lambda: [0] * 65)
     offenders: list[Offender] = field(default_factory=list)
     offender_limit: int = 10
+
+    def __eq__(self, other: object) -> bool:
+        # (as a dataclass's, but a max κ of NaN equals a max κ of NaN)
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields(self) == _fields(other)
 
     @property
     def ok(self) -> bool:
@@ -202,6 +218,16 @@ class Report:
                 f"{self.beyond_tolerance} beyond tolerance, max {self.max_ulp} ULP"
                 + ("" if self.max_kappa is None else f", max kappa {_kappa.text(self.max_kappa)}")
                 + ">")
+
+
+_NAN = ("nan",)  # stands for a float NaN in _fields
+
+
+def _fields(obj: Any) -> tuple[Any, ...]:
+    """The values of a dataclass's fields in order, a float NaN replaced by
+    one marker (NaN is unequal to itself, and its hash is its identity's)."""
+    return tuple(_NAN if isinstance(v, float) and v != v else v
+                 for v in (getattr(obj, f.name) for f in fields(obj)))
 
 
 def value_text(code: int, fmt: Format) -> str:

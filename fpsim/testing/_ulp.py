@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._errstate import quiet
 from ..array._kernel import specials
 from ..formats import Format, Specials
 from ..formats import format as _lookup
@@ -63,6 +64,7 @@ def distance(a: np.ndarray, b: np.ndarray, fmt: Format) -> np.ndarray:
     return np.where(same_side, within, across)
 
 
+@quiet
 def ulp_distance(a: int, b: int, fmt: Format | str) -> int | None:
     """The ULP distance between two codes of ``fmt``; None if either is a NaN.
 

@@ -106,7 +106,17 @@ def packed_size(count: int, fmt: Format | str) -> int:
     (3, 4, 3)
     """
     _, w = _width(fmt)
-    return -(-count * w // 8)
+    return -(-_count(count) * w // 8)
+
+
+def _count(count: Any) -> int:
+    """A number of codes: an int (numpy's too, not a bool) >= 0."""
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)):
+        raise TypeError(f"count must be a non-negative int, got {type(count).__name__} "
+                        f"{count!r}")
+    if count < 0:
+        raise PackingError(f"count must be a non-negative int, got {count!r}")
+    return int(count)
 
 
 def pack(codes: Any, fmt: Format | str, order: str = "low-first") -> np.ndarray:
@@ -176,11 +186,7 @@ def unpack(data: Any, fmt: Format | str, count: int | None = None,
     if raw.dtype.itemsize != 1 or raw.dtype.kind not in "iu":
         raise PackingError(f"unpack takes bytes (an array of 1-byte integers), not {raw.dtype}")
     raw = raw.reshape(-1).view(np.uint8)
-    if count is None:
-        count = raw.size * 8 // w
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-        raise PackingError(f"count must be a non-negative int, got {count!r}")
-    count = int(count)
+    count = raw.size * 8 // w if count is None else _count(count)
     if raw.size != packed_size(count, f):
         raise PackingError(f"{count:,} packed {f.name} codes take {packed_size(count, f):,} "
                            f"bytes, not {raw.size:,}")
@@ -214,9 +220,22 @@ def _unpack_bits(raw: np.ndarray, w: int, count: int, order: str) -> np.ndarray:
 
 # -- the blocked (swizzled) layout of scale factors ----------------------------------------------
 
+def _shape(shape: Any) -> tuple[int, ...]:
+    """A logical shape: a sequence of ints (numpy's too, not bools)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"shape must be a sequence of ints (..., rows, cols), got "
+                        f"{type(shape).__name__} {shape!r}")
+    sizes = tuple(shape)
+    for s in sizes:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"shape {sizes!r} holds {type(s).__name__} {s!r}; accepted a "
+                            "sequence of ints (..., rows, cols)")
+    return tuple(int(s) for s in sizes)
+
+
 def _matrix(shape: Any) -> tuple[int, int, int]:
     """(batch, rows, cols) of a logical shape (..., rows, cols)."""
-    shape = tuple(int(s) for s in shape)
+    shape = _shape(shape)
     if len(shape) < 2 or any(s < 0 for s in shape):
         raise PackingError(f"the blocked layout is of matrices: a shape (..., rows, cols) of "
                            f"two or more sizes, not {shape}")
@@ -256,7 +275,20 @@ def blocked_offsets(index: Any, shape: Any) -> np.ndarray:
     """
     batch, rows, cols = _matrix(shape)
     padded_rows, padded_cols = blocked_shape(shape)
-    index = np.asarray(index, np.int64)
+    if batch * padded_rows * padded_cols > np.iinfo(np.int64).max:
+        raise PackingError(f"shape {_shape(shape)} in the blocked layout takes more elements "
+                           "than an int64 offset can address")
+    index = np.asarray(index)
+    if index.dtype.kind not in "iu" and not (index.size == 0 and index.dtype.kind == "f"):
+        raise TypeError(f"index must hold integers (flat C-order indices), got dtype "
+                        f"{index.dtype}")
+    total = batch * rows * cols
+    if index.size and (index.min() < 0 or int(index.max()) >= total):
+        bad = int(index.min()) if index.min() < 0 else int(index.max())
+        raise PackingError(f"index {bad} is outside shape {_shape(shape)}: accepted flat "
+                           f"indices 0..{total - 1}" if total else
+                           f"index {bad}: shape {_shape(shape)} holds no element")
+    index = index.astype(np.int64)
     b, rest = np.divmod(index, max(rows * cols, 1))
     r, c = np.divmod(rest, max(cols, 1))
     tile = (r // TILE_ROWS) * (padded_cols // TILE_COLS) + c // TILE_COLS
@@ -336,7 +368,7 @@ def from_blocked(data: Any, shape: Any) -> np.ndarray:
     >>> bool((from_blocked(to_blocked(s), (300, 7)) == s).all())
     True
     """
-    shape = tuple(int(s) for s in shape)
+    shape = _shape(shape)
     batch, rows, cols = _matrix(shape)
     a = np.asarray(data).reshape(-1)
     if a.size != blocked_size(shape):
