@@ -113,3 +113,10 @@ def test_parameters_of_the_matrix_units_are_refused_by_name(call, exc, words):
     m = mma.preset("h100", "fp16")
     with pytest.raises(exc, match=words):
         call(m, np.ones((3, 4), F16))
+
+
+def test_alpha_true_is_not_taken_for_one():
+    from fpsim import ops
+
+    with pytest.raises(ValueError, match="alpha=True"):
+        ops.matmul(np.ones((2, 2), F16), np.ones((2, 2), F16), alpha=True)

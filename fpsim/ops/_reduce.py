@@ -306,7 +306,8 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
                                 schedule=schedule, workers=workers, **unit, compute=compute,
                                 order=None if order == "sequential" else order)
     for name, value in unit.items():
-        if value is not None and not (name == "alpha" and value == 1):
+        if value is not None and not (name == "alpha" and value == 1
+                                      and not isinstance(value, (bool, np.bool_))):
             shown = repr(value) if np.ndim(value) == 0 else f"<{type(value).__name__}>"
             raise ValueError(f"{op}(): {name}= applies with accumulate= a matrix-unit model "
                              f"(fpsim.mma.preset(...)); drop {name}={shown}")
