@@ -268,11 +268,11 @@ def call_user(fn: Callable[..., Any], args: tuple[Any, ...], name: str, what: st
               timeout: float | None, called_with: Callable[[], str]) -> Any:
     """``fn(*args)``, numpy's warnings off, given up after ``timeout``
     seconds (None: no limit; the hung call is left in a daemon thread, see
-    :func:`fpsim.sweep._candidate.run_within`).  Anything it raises but
+    :func:`fpsim._usercode.run_within`).  Anything it raises but
     KeyboardInterrupt, ``SystemExit`` and ``GeneratorExit`` included, is a
     :class:`ProbeError` naming the callable, the probe and the arguments
     (``called_with()``), chained from it; a hang is a :class:`ProbeTimeout`."""
-    from ..sweep._candidate import message, run_within
+    from .._usercode import message, run_within
 
     def work() -> Any:
         with np.errstate(all="ignore"):
@@ -298,7 +298,7 @@ def call_user(fn: Callable[..., Any], args: tuple[Any, ...], name: str, what: st
 def as_array(out: Any, name: str, what: str, accepted: str) -> np.ndarray:
     """``numpy.asarray(out)``, which runs the result's own code (its
     ``__array__``): its failure is the callable's, named."""
-    from ..sweep._candidate import failure
+    from .._usercode import failure
 
     try:
         return out if isinstance(out, np.ndarray) else np.asarray(out)

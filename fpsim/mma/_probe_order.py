@@ -21,7 +21,7 @@ class WidthAndOrder:
     :meth:`order_probe`."""
 
     def find_width(self, k: int | None, max_k: int) -> None:
-        from ..sweep._candidate import failure
+        from .._usercode import failure
 
         row = [Row.of({0: 1.0}, 0.0)]
         last: list[ProbeError] = []  # the last refusal, which the errors below chain

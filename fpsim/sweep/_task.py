@@ -113,7 +113,7 @@ def evaluate_within(spec: Spec, seconds: float, chunk: int) -> Partial:
 
 def within(seconds: float, fn: Any, args: tuple[Any, ...], spec: Spec, where: Any) -> Any:
     """``fn(*args)``, given up after ``seconds`` (see
-    :func:`~fpsim.sweep._candidate.run_within`): the hung call is left in a
+    :func:`~fpsim._usercode.run_within`): the hung call is left in a
     daemon thread, and :class:`~fpsim.sweep._candidate.CandidateError`
     names the candidate and ``where()`` it hung."""
     def timed_out() -> BaseException:
