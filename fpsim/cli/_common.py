@@ -133,7 +133,13 @@ def to_stderr(line: str) -> None:
         err.write(f"{line}\n")
         err.flush()
     except (OSError, ValueError):
-        pass
+        # What stayed in its buffer would fail again when the interpreter
+        # flushes stderr on exit, which then sets exit status 120: the
+        # rest goes nowhere.
+        try:
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (lives as long as the process)
+        except OSError:
+            sys.stderr = None
 
 
 # Characters fpsim's text holds, as ASCII, for a stream whose encoding lacks them.
