@@ -27,6 +27,17 @@ I64 = np.int64
 ABSENT = -(1 << 20)
 
 
+def exponents(values: np.ndarray, emin: int, zero: int) -> np.ndarray:
+    """``max(floor(log2|x|), emin)`` of finite float64 ``values`` as int32,
+    ``zero`` where a value is zero (the exponent the caller gives a zero:
+    ``ABSENT``, an alignment floor, a far negative sentinel)."""
+    e = np.frexp(values)[1].astype(np.int32, copy=False)
+    e -= 1
+    np.maximum(e, emin, out=e)
+    e[values == 0] = zero
+    return e
+
+
 def shift_right(mag: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(mag >> shift, bits_lost)`` for nonnegative int64 ``mag`` and
     ``shift`` (any size: 63 and beyond drop everything)."""

@@ -50,6 +50,7 @@ import numpy as np
 from .. import array as _array
 from ..formats import FP32, Format
 from ._align import ABSENT, add_two
+from ._align import exponents as _exponents
 from ._finish import round_to_output, special_codes
 from .model import MMAModel, join_late, pairwise_tree
 from .params import ALIGN_FRACTION_BITS
@@ -86,11 +87,7 @@ def exponents(values: np.ndarray, emin: int) -> np.ndarray:
     """``max(floor(log2|x|), emin)`` as int16, ``_ZERO_EXP`` for zeros
     (finite float64 ``values``; the sum of two, down to ``2 * _ZERO_EXP``,
     still fits: int16 halves the traffic of the per-product passes)."""
-    e = np.frexp(values)[1]
-    e -= 1
-    np.maximum(e, emin, out=e)
-    e[values == 0] = _ZERO_EXP
-    return e.astype(np.int16)
+    return _exponents(values, emin, _ZERO_EXP).astype(np.int16)
 
 
 def _narrow(model: MMAModel, A: np.ndarray, B: np.ndarray) -> bool:
@@ -143,6 +140,8 @@ class _Block:
         # the largest operand magnitude per product: a block whose bound stays
         # below the output's overflow threshold needs no look for limited products
         self.limit = 2.0 ** (self.out.emax + 1) if p.products_limited else None
+        if self.limit is not None:  # per k, the largest magnitude of the tile's operands
+            self.amax, self.bmax = np.abs(A).max(axis=1), np.abs(B).max(axis=1)
 
     def products(self, lo: int, hi: int, wt: Any) -> np.ndarray:
         """The block's exact products as a ``(hi - lo, Mt, Nt)`` array of ``wt``."""
@@ -160,7 +159,7 @@ class _Block:
         threshold, and their codes (infinity, or NaN with both signs)."""
         if self.limit is None or hi == lo:
             return None
-        bound = float(np.abs(self.A[lo:hi]).max()) * float(np.abs(self.B[lo:hi]).max())
+        bound = float(self.amax[lo:hi].max()) * float(self.bmax[lo:hi].max())
         if bound < self.limit:
             return None
         over = np.abs(P) >= self.limit
@@ -283,11 +282,7 @@ def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
     w = hi - lo
     E = (np.maximum.reduce(S, axis=0).astype(np.int32) if w
          else np.full(work.shape, _ZERO_EXP, np.int32))
-    ec = np.frexp(cv)[1].astype(np.int32, copy=False)
-    ec -= 1
-    np.maximum(ec, _C_EMIN, out=ec)
-    ec[cv == 0] = _ZERO_EXP
-    np.maximum(E, ec, out=E)
+    np.maximum(E, _exponents(cv, _C_EMIN, _ZERO_EXP), out=E)
     absent = E <= _ZERO_EXP // 2
     if p.min_align_exponent is not None:
         E = np.where(absent, E, np.maximum(E, p.min_align_exponent))

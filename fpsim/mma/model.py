@@ -27,7 +27,7 @@ from ..context import Context
 from ..formats import FP32, Format
 from ..modes import Rounding
 from ..rounding import OVERFLOW, round_exact
-from ._align import ABSENT, add_two, align_terms
+from ._align import ABSENT, add_two, align_terms, exponents
 from ._finish import narrow_format, round_to_output, special_codes
 from ._inputs import read_addend, read_inputs
 from .params import ALIGN_FRACTION_BITS, MMAParams
@@ -204,8 +204,8 @@ class MMAModel:
         product at or above 2 to the next exponent).  Zero products get
         ``exp = ABSENT``."""
         nonzero = (A != 0) & (B != 0)
-        ea = np.maximum(np.frexp(A)[1].astype(I64) - 1, self.input_format.emin)
-        eb = np.maximum(np.frexp(B)[1].astype(I64) - 1, self.input_b_format.emin)
+        ea = exponents(A, self.input_format.emin, 0).astype(I64)  # (zero products: masked)
+        eb = exponents(B, self.input_b_format.emin, 0).astype(I64)
         exp = ea + eb
         sig = np.ldexp(np.abs(A * B), ALIGN_FRACTION_BITS - exp).astype(I64)
         if self.params.normalize_products:
@@ -276,7 +276,7 @@ class MMAModel:
 def c_parts(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A finite ``c`` as ``(exp, sig)``: ``|c| = sig × 2**(exp - 23)``,
     ``exp = max(floor(log2|c|), -126)`` (int64; a zero gives ``sig = 0``)."""
-    c_exp = np.maximum(np.frexp(C)[1].astype(I64) - 1, _C_EMIN)
+    c_exp = exponents(C, _C_EMIN, _C_EMIN).astype(I64)
     return c_exp, np.ldexp(np.abs(C), ALIGN_FRACTION_BITS - c_exp).astype(I64)
 
 
@@ -287,10 +287,7 @@ def join_late(p: MMAParams, big: np.ndarray, x: np.ndarray, frac: Any,
     the grid ``2**(big - frac)``; ``big`` int64, ABSENT where the sum has no
     products) and ``c`` (finite float64) aligned to the larger exponent by
     :func:`~fpsim.mma._align.add_two`; exact float64."""
-    c_exp = np.frexp(C)[1]
-    c_exp -= 1
-    np.maximum(c_exp, _C_EMIN, out=c_exp)
-    e2 = np.where(C != 0, c_exp, np.int32(_C_EMIN if p.zero_c_at_emin else ABSENT))
+    e2 = exponents(C, _C_EMIN, _C_EMIN if p.zero_c_at_emin else ABSENT)
     return add_two(big, x, e2, C, frac, p.align_rounding, p.late_extra_bits, 0)[1]
 
 
