@@ -46,7 +46,7 @@ from ._errstate import quiet, quiet_iter
 from ._flagbits import BITS_OF
 from ._flagbits import NAMES as FLAG_NAMES
 from .array._kernel import specials
-from .array.engine import as_array, check_chunk_size, check_codes, check_random_array
+from .array.engine import as_array, check_chunk_size, check_codes, check_flag, check_random_array
 from .context import Context
 from .formats import Format, formats
 from .formats import format as _lookup
@@ -532,7 +532,7 @@ def golden(op: str | Operation, operands: list[np.ndarray], ctx: Context | None 
         raise ValueError(f"random_bits is only used by stochastic rounding (ctx.rounding 'sr', "
                          f"'sr_b' or 'sr_c') of an operation that rounds; {op.name} under "
                          f"rounding={ctx.rounding.value!r} takes none")
-    _check_flag("exact", exact)
+    check_flag("exact", exact)
     if op.op != "roundToInt" and exact:
         exact = False  # -exact concerns roundToInt only, as in TestFloat
     if isinstance(operands, (str, bytes)) or not hasattr(operands, "__len__"):
@@ -575,11 +575,6 @@ def _operand_codes(op: Operation, j: int, codes: Any) -> np.ndarray:
                         f"{format_name(fmt)}, got dtype {a.dtype}")
     check_codes(a, fmt, f"{op.name}: operand {'abc'[j]}")  # type: ignore[arg-type]
     return a.astype(U64).reshape(-1)
-
-
-def _check_flag(name: str, value: Any) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 class Golden(NamedTuple):
@@ -699,8 +694,8 @@ def generate(op: str | Operation, ctx: Context | None = None, *, level: int = 1,
     """
     op = operation(op)
     ctx = _context(ctx)
-    _check_flag("exact", exact)
-    _check_flag("flags", flags)
+    check_flag("exact", exact)
+    check_flag("flags", flags)
     sr = _sr(op, ctx)
     digits = [_digits(f) for f in op.inputs]
     out_digits = _digits(op.output)
@@ -885,7 +880,7 @@ def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None
     if isinstance(offenders, bool) or not isinstance(offenders, int) or offenders < 0:
         raise ValueError(f"offenders must be an integer >= 0, got {offenders!r}")
     for name, value in (("exact", exact), ("nan_exact", nan_exact), ("flags", flags)):
-        _check_flag(name, value)
+        check_flag(name, value)
     check_chunk_size(chunk_size)
     if isinstance(lines, (str, bytes)) or not hasattr(lines, "__iter__"):
         raise TypeError(f"lines must be an iterable of str lines (a list, an open file), got "

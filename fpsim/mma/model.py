@@ -116,8 +116,7 @@ class MMAModel:
                  chain: bool = False) -> np.ndarray:
         p = self.params
         out = self.output_format
-        if not isinstance(chain, (bool, np.bool_)):
-            raise TypeError(f"chain must be True or False, got {type(chain).__name__}")
+        _array.engine.check_flag("chain", chain)
         av, bv = read_inputs(a, b, self.input_format, fmt, self.input_b_format)
         rows = av.shape[:-1]
         cv = read_addend(c, out, rows)
