@@ -153,7 +153,7 @@ def section_presets(args: argparse.Namespace, rng: np.random.Generator) -> None:
             reps)
         ref = BASELINE[fin]
         line(f"{gpu} {fin}->{fout} chained {n}^3", ours, base[ref], f"h100 {ref}->fp32",
-             "(row model: exact sums)" if exact else "<= 2x")
+             "<= 2x")
 
 
 def section_1024(args: argparse.Namespace, rng: np.random.Generator) -> None:

@@ -62,11 +62,10 @@ def _both(g, a, b, c=None, fmt=None, expect_tiles=True):
     return fast, rows
 
 
-def test_the_tile_path_covers_every_preset_but_exact_accumulation():
-    left = {(g, i, o) for g, i, o in mma.presets()} - set(PRESETS)
-    assert left and all(mma.preset(*key).params.accumulation == "exact" for key in left)
+def test_the_tile_path_covers_every_preset():
+    assert set(PRESETS) == set(mma.presets())
     assert {g for g, _, _ in PRESETS} >= {"v100", "a100", "ada", "h100", "b200", "b200-fit",
-                                          "mi210", "mi250", "mi300a", "mi300x"}
+                                          "mi100", "mi210", "mi250", "mi300a", "mi300x"}
 
 
 @pytest.mark.parametrize("gpu, fin, fout", PRESETS, ids=[f"{g}-{i}-{o}" for g, i, o in PRESETS])
@@ -172,3 +171,169 @@ def test_the_pairwise_tree_by_float32_addition_equals_fpsim_array_add(monkeypatc
     native = unit.pairwise_tree(p, products, c)
     monkeypatch.setattr(unit, "PAIRWISE_NATIVE", False)
     assert np.array_equal(native, unit.pairwise_tree(p, products, c))
+
+
+# -- CDNA1's exact sums --------------------------------------------------------------
+
+
+def _round_to_odd_53(x: float, y: float) -> float:
+    """x + y rounded to odd at 53 bits, by Python integers (the oracle)."""
+    from fractions import Fraction
+
+    s = Fraction(x) + Fraction(y)
+    if s == 0:
+        return 0.0
+    neg, s = s < 0, abs(s)
+    e = s.numerator.bit_length() - s.denominator.bit_length()
+    while Fraction(2) ** e > s:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= s:
+        e += 1
+    scaled = s / Fraction(2) ** (e - 52)  # in [2**52, 2**53)
+    q = scaled.numerator // scaled.denominator
+    if q * scaled.denominator != scaled.numerator:
+        q |= 1
+    v = float(Fraction(q) * Fraction(2) ** (e - 52))
+    return -v if neg else v
+
+
+def test_the_sum_rounded_to_odd_equals_integers():
+    rng = np.random.default_rng(11)
+    n = 20_000
+    x = rng.standard_normal(n) * np.exp2(rng.integers(-60, 60, n).astype(float))
+    gap = rng.integers(0, 120, n).astype(float)
+    y = rng.standard_normal(n) * x * np.exp2(-gap)
+    y[:2000] = -x[:2000] * (1 + rng.integers(-4, 5, 2000) * 2.0**-52)  # cancellations
+    y[2000:2100] = -x[2000:2100]
+    x[2100:2200] = 2.0 ** rng.integers(-30, 30, 100)  # powers of two, tails both ways
+    y[2100:2200] = rng.choice([-1, 1], 100) * x[2100:2200] * 2.0**-70
+    got = _tile._sum_to_odd(x.copy(), y.copy())
+    want = np.array([_round_to_odd_53(a, b) for a, b in zip(x.tolist(), y.tolist())])
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("fin", ["fp16", "bf16"])
+def test_exact_sums_at_ties_sticky_bits_and_wide_blocks_equal_the_row_model(fin):
+    """c large and the products a half unit of c's last place plus or minus
+    a far smaller product (a tie broken only by a sticky bit float64 cannot
+    hold); rows and columns spanning the format's whole range (the row
+    model's exact sum); every value finite."""
+    f = lookup(fin)
+    model = mma.preset("mi100", fin)
+    k = model.k
+    rng = np.random.default_rng(zlib.crc32(fin.encode()))
+    m, n, K = 40, 30, 4 * k
+    a = np.zeros((m, K))
+    b = np.zeros((K, n))
+    tiny = 2.0 ** (f.emin - f.mantissa_bits)
+    # c + 1 + 2**-30: a tie of c's last place broken by a product 54 bits
+    # below c's top (float64 cannot hold the sum: rounding to odd keeps it)
+    small = 2.0**-15
+    a[:, 0], b[0, :] = 1.0, 1.0
+    a[:, 1] = rng.choice([small, -small, 2 * small, 0.0], m)
+    b[1, :] = rng.choice([small, -small, 1.0], n)
+    a[:, k:] = rng.standard_normal((m, K - k)) * np.exp2(rng.integers(-8, 9, (m, K - k)))
+    b[k:, :] = rng.standard_normal((K - k, n)) * np.exp2(rng.integers(-8, 9, (K - k, n)))
+    a[:5, 2 * k:3 * k] = rng.choice([float(f.max), -tiny, tiny * 3], (5, k))  # wide rows
+    b[2 * k:3 * k, :4] = rng.choice([float(f.max) / 4, tiny, -1.0], (k, 4))
+    # c = 2**6 and products 2**30 and ±2**-42 (FP16) or ±2**-260 (BF16) in the
+    # first block: a tie of FP32 broken by a product no float64 sum holds
+    low = 2.0 ** (f.emin - f.mantissa_bits + 3)
+    for i in (5, 6):
+        a[i, :k] = 0.0
+        b[:k, i] = 0.0
+        a[i, :2] = b[:2, i] = [2.0**15, low]
+    a[6, 1] = -low
+    a, b = array.encode(a, f), array.encode(b, f)
+    # c: a large FP32 value with a unit in the last place of 2 (2**24 .. 2**25)
+    c = array.encode((2.0**24 + 2 * rng.integers(0, 1 << 23, (m, n))) * rng.choice([-1, 1], (m, n)),
+                     lookup("fp32"))
+    c[5, 5] = c[6, 6] = array.encode(np.array([2.0**6]), lookup("fp32"))[0]
+    for schedule in (Schedule(compute=None), Schedule(compute=None, c_joins="accumulator")):
+        g = LibraryGEMM(model, schedule, "fp32")
+        fast, rows = _both(g, a, b, c, fmt=fin)
+        assert (fast.view(np.uint32) == rows.view(np.uint32)).all()
+
+
+def test_the_pairwise_tree_without_flushes_where_products_are_at_least_2_to_the_minus_103():
+    """normal_sums=True skips the flushes of products and partial sums: the
+    same codes wherever every nonzero product is at least 2**-103, sums
+    that cancel and results that fall subnormal (flushed) included."""
+    from fpsim.mma import model as unit
+
+    p = mma.preset("mi250", "bf16").params.replace(k=8)
+    rng = np.random.default_rng(8)
+    rows = 20_000
+    products = (rng.standard_normal((8, rows)) * np.exp2(rng.integers(-103, 30, (8, rows)))
+                ).astype(np.float32).astype(np.float64)
+    products[np.abs(products) < 2.0**-103] = 2.0**-103
+    products[:, :3000] = 2.0 ** rng.integers(-103, -90, (8, 3000)) * rng.choice([-1, 1], (8, 3000))
+    products[1, :500] = -products[0, :500]
+    products[rng.random((8, rows)) < 0.1] = 0.0
+    c = array.decode(_finite_codes("fp32", (rows,), rng, zeros=0.3), lookup("fp32"))
+    c[:3000] = -(products[:, :3000].sum(axis=0)) + rng.integers(-3, 4, 3000) * 2.0**-140
+    want = unit.pairwise_tree(p, products, c)
+    assert (array.decode(want, lookup("fp32"))[:3000] == 0).any()  # flushed results seen
+    assert np.array_equal(unit.pairwise_tree(p, products, c, normal_sums=True), want)
+
+
+@pytest.mark.parametrize("gpu", ["mi210", "mi250"])
+def test_pairwise_tiles_with_subnormal_products_and_sums_equal_the_row_model(gpu):
+    """BF16 products below FP32's smallest normal (flushed by the unit) and
+    sums that cancel into the subnormal range, beside tiles whose products
+    all exceed 2**-103 (no flush but the result's)."""
+    rng = np.random.default_rng(zlib.crc32(gpu.encode()))
+    f = lookup("bf16")
+    model = mma.preset(gpu, "bf16")
+    m, n, K = 12, 10, 24
+    a = rng.standard_normal((m, K)) * np.exp2(rng.integers(-70, -55, (m, K)))
+    b = rng.standard_normal((K, n)) * np.exp2(rng.integers(-70, -55, (K, n)))
+    a[:, 1::2] = -a[:, 0::2]  # products that cancel pairwise, where b agrees
+    b[1::2, :3] = b[0::2, :3] * (1 + 2.0**-7)
+    big = (rng.standard_normal((m, K)), rng.standard_normal((K, n)))
+    for x, y in ((a, b), big):
+        g = LibraryGEMM(model, Schedule(compute=None), "fp32")
+        fast, rows = _both(g, array.encode(x, f), array.encode(y, f), fmt="bf16")
+        assert (fast.view(np.uint32) == rows.view(np.uint32)).all()
+
+
+@pytest.mark.parametrize("mode", ["rtz", "rdn", "rup", "rne"])
+def test_the_two_operand_alignment_equals_python_integers(mode):
+    """fpsim.mma._align.add_two (both operands rounded to the larger's grid,
+    which leaves the larger one) against the rule in Python integers and
+    fractions: the smaller operand cut to the larger's grid by ``mode``."""
+    import math
+    from fractions import Fraction
+
+    from fpsim.mma import _align
+
+    rng = np.random.default_rng(zlib.crc32(mode.encode()))
+    n = 4000
+    e1 = rng.integers(-300, 300, n)
+    e2 = e1 + rng.integers(-80, 80, n)
+    e1[rng.random(n) < 0.05] = _align.ABSENT
+    e2[rng.random(n) < 0.05] = _align.ABSENT
+    s1 = rng.integers(-(1 << 44), 1 << 44, n) >> rng.integers(0, 44, n)
+    s2 = rng.integers(-(1 << 33), 1 << 33, n) >> rng.integers(0, 33, n)
+    s1[e1 == _align.ABSENT] = 0
+    s2[e2 == _align.ABSENT] = 0
+    frac = np.full(n, 24, np.int64)
+    g1, g2 = 7, 2
+    x1 = np.ldexp(s1.astype(float), e1 - frac)
+    x2 = np.ldexp(s2.astype(float), e2 - frac)
+    big, total, fr = _align.add_two(e1, x1, e2, x2, frac, mode, g1, g2)
+    cut = {"rtz": math.trunc, "rdn": math.floor, "rup": math.ceil, "rne": round}[mode]
+    for i in range(n):
+        a, b = int(e1[i]), int(e2[i])
+        va = Fraction(int(s1[i])) * Fraction(2) ** (a - 24)
+        vb = Fraction(int(s2[i])) * Fraction(2) ** (b - 24)
+        if a == _align.ABSENT:
+            want_e, want, want_f = b, vb, 24
+        else:
+            first_small = a < b
+            want_e = max(a, b)
+            want_f = 24 + (g1 if first_small else g2 if a > b else 0)
+            small, large = (va, vb) if first_small else (vb, va)
+            unit = Fraction(2) ** (want_e - want_f)
+            want = large + cut(small / unit) * unit
+        assert (int(big[i]), Fraction(float(total[i])), int(fr[i])) == (want_e, want, want_f), i

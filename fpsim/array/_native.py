@@ -144,20 +144,47 @@ def nearest_even_bits(v: np.ndarray, fmt: Any) -> tuple[np.ndarray, np.ndarray]:
     No flags: the callers (matrix units) raise none."""
     m = fmt.mantissa_bits
     drop = 52 - m
-    mag = np.abs(v)
-    bits = mag.view(U64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        up = bits >> U64(drop)
-        up &= U64(1)
-        up += U64((1 << (drop - 1)) - 1)
-        up += bits
-        up &= U64(~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
-        done = mag >= float(fmt.min_normal)
-        done &= up.view(np.float64) <= float(fmt.max)  # NaN compares false
-        up >>= U64(drop)
-        up -= U64(((1023 - fmt.bias) << m) & 0xFFFFFFFFFFFFFFFF)  # (lanes not done: garbage)
-        up += np.signbit(v) * U64(1 << (fmt.width - 1))
+    # on the codes with the sign bit: the rounding carries at most into the
+    # exponent of a value below 2**1023 (the lanes not done: garbage), so the
+    # sign stays bit 63, and is moved to the format's own sign bit at the end
+    bits = v.view(U64)
+    up = np.right_shift(bits, U64(drop))
+    up &= U64(1)
+    up += U64((1 << (drop - 1)) - 1)
+    up += bits
+    up &= U64(~((1 << drop) - 1) & 0xFFFFFFFFFFFFFFFF)
+    mag = np.bitwise_and(bits, U64((1 << 63) - 1))
+    done = mag >= _bits64(float(fmt.min_normal))
+    np.bitwise_and(up, U64((1 << 63) - 1), out=mag)
+    done &= mag <= _bits64(float(fmt.max))  # (NaN: above every finite code)
+    up >>= U64(drop)
+    up &= U64((1 << (63 - drop)) - 1)  # (the sign removed, ...)
+    up -= U64(((1023 - fmt.bias) << m) & 0xFFFFFFFFFFFFFFFF)
+    np.right_shift(bits, U64(63), out=mag)  # (... and put back at the format's)
+    mag <<= U64(fmt.width - 1)
+    up |= mag
     return up, done
+
+
+def nearest_even_fp16(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nearest_even_bits` into FP16 by numpy's own conversion of
+    float64 to float16, which rounds to nearest even from the float64 bits
+    directly (``npy_double_to_half``; the hardware's IEEE conversion where
+    numpy uses one), not through float32: codes (uint64) and which lanes
+    are done, the same lanes as :func:`nearest_even_bits` (normal values
+    whose rounded magnitude is finite), the codes as uint16.
+    ``tests/test_mma_tile.py`` proves it equal to the kernel at every tie
+    and boundary."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = v.astype(np.float16).view(np.uint16)
+    done = (h & np.uint16(0x7C00)) != np.uint16(0x7C00)
+    done &= np.abs(v) >= 2.0**-14
+    return h, done
+
+
+def _bits64(x: float) -> np.uint64:
+    """The code of a nonnegative float64 (codes order as the magnitudes)."""
+    return np.array(x).view(U64)[()]
 
 
 # -- sequential FP32 sums ----------------------------------------------------------------------

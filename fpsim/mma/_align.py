@@ -104,7 +104,13 @@ def add_two(e1: np.ndarray, x1: np.ndarray, e2: np.ndarray, x2: np.ndarray, frac
             g += ((d > 0) & (e1 != ABSENT)) * np.int32(grow2)
         frac = frac + g
     grid = big - frac
-    small = np.where(first_small, x1, x2)
-    large = np.where(first_small, x2, x1)
-    total = large + np.ldexp(_ROUND[mode](np.ldexp(small, -grid)), grid)
-    return big, total, np.broadcast_to(frac, big.shape)
+    # the larger operand lies on the grid already (it is refined by the growth
+    # alone), so rounding it to the grid leaves it: both are rounded, and
+    # neither has to be picked out
+    R = _ROUND[mode]
+    neg = -grid
+    total = R(np.ldexp(x1, neg))
+    total += R(np.ldexp(x2, neg))
+    if np.shape(frac) != big.shape:
+        frac = np.broadcast_to(frac, big.shape)
+    return big, np.ldexp(total, grid), frac

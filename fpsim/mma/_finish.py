@@ -45,7 +45,7 @@ def narrow_format(out: Format, result_bits: int | None) -> Format:
 def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int | None,
                     output_subnormals: bool) -> np.ndarray:
     """Round float64 ``value`` (each exactly the unit's unrounded result) to
-    codes of ``out``.
+    codes of ``out`` (of its code dtype, :func:`fpsim.array.code_dtype`).
 
     The lanes in the output's normal range take the kernel's machine fast
     paths, whatever the call's size (the block of a chain is small, and the
@@ -54,22 +54,26 @@ def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int 
     Hopper's 13-bit FP8 results included) by
     :func:`fpsim.array._native.truncate_fp32`; the other modes into FP32
     (AMD's nearest even) by :func:`fpsim.array._native.round_fp32`; nearest
-    even into FP16 and BF16 by :func:`fpsim.array._native.nearest_even_bits`.
+    even into FP16 by numpy's float16 conversion
+    (:func:`fpsim.array._native.nearest_even_fp16`) and into BF16 by
+    :func:`fpsim.array._native.nearest_even_bits`.
     Each is proven equal to the kernel's general path by
     ``tests/test_mma_tile.py``; the other lanes take that path."""
     whole = result_bits in (None, out.mantissa_bits)
+    dt = _array.code_dtype(out)
     if value.ndim != 1 or not value.size:
-        return _round_kernel(value, out, mode, result_bits, output_subnormals)
+        return _round_kernel(value, out, mode, result_bits, output_subnormals).astype(dt)
     if out == FP32 and mode == "rtz":
-        codes32, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
-        codes = codes32.astype(np.uint64)
+        codes, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
     elif out == FP32 and whole and _native.usable((Rounding(mode),)):
-        codes32, _, done = _native.round_fp32(value, None, Rounding(mode), flags=False)
-        codes = codes32.astype(np.uint64)
-    elif mode == "rne" and whole and out in (FP16, BF16):
+        codes, _, done = _native.round_fp32(value, None, Rounding(mode), flags=False)
+    elif mode == "rne" and whole and out == FP16:
+        codes, done = _native.nearest_even_fp16(value)
+    elif mode == "rne" and whole and out == BF16:
         codes, done = _native.nearest_even_bits(value, out)
+        codes = codes.astype(dt)
     else:
-        return _round_kernel(value, out, mode, result_bits, output_subnormals)
+        return _round_kernel(value, out, mode, result_bits, output_subnormals).astype(dt)
     if not done.all():
         zero = value == 0  # (+0, the rule above: no call of the kernel for them)
         codes[zero] = 0

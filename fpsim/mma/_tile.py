@@ -1,7 +1,7 @@
 """The instruction chained over a whole tile of outputs at once: the fast path
 of :mod:`fpsim.mma.gemm` for every ``"aligned"``, ``"odd_even"`` and
-``"pairwise"`` unit without a sticky bit or renormalized products (every
-preset but CDNA1's ``"exact"``), proven equal to the row model
+``"pairwise"`` unit without a sticky bit or renormalized products, and every
+``"exact"`` one (every preset), proven equal to the row model
 (:class:`~fpsim.mma.MMAModel`, ``chain=True``) by ``tests/test_mma_tile.py``.
 
 For a tile of ``Mt`` rows of A and ``Nt`` columns of B and one block of
@@ -29,14 +29,21 @@ gathered copy of any operand:
   to the output format by :func:`fpsim.mma._finish.round_to_output` (the
   rounding kernel), exactly as the row model does;
 * ``"pairwise"`` (CDNA2) rounds the ``(k, Mt·Nt)`` products and adds them
-  by the row model's own tree (:func:`~fpsim.mma.model.pairwise_tree`).
+  by the row model's own tree (:func:`~fpsim.mma.model.pairwise_tree`),
+  without the flushes of products and partial sums where the tile's
+  operands prove none subnormal;
+* ``"exact"`` (CDNA1) sums the products by a float64 matrix product where
+  their exponents prove that sum exact, adds ``c`` rounded to odd at 53
+  bits, and rounds that once (:func:`_exact`); a block spanning too many
+  binades takes the row model's exact sum, for its outputs alone.
 
 Flushed subnormal inputs are flushed once per GEMM (:func:`flush_inputs`);
 products at the output's overflow threshold (``products_limited``) are
 looked for only in blocks whose operands can reach it.
 
-Where the tile path does not apply (``applies``: ``"exact"``, a sticky
-bit, normalized products; or an input or ``c`` that is not finite, whose
+Where the tile path does not apply (``applies``: a sticky bit, normalized
+products, an ``"exact"`` unit rounding to more than 51 bits; or an input or
+``c`` that is not finite, whose
 NaN/infinity rules the row model decides over the whole row), the engine
 uses the row model.
 """
@@ -51,7 +58,7 @@ from .. import array as _array
 from ..formats import FP32, Format
 from ._align import ABSENT, add_two
 from ._align import exponents as _exponents
-from ._finish import round_to_output, special_codes
+from ._finish import narrow_format, round_to_output, special_codes
 from .model import MMAModel, join_late, pairwise_tree
 from .params import ALIGN_FRACTION_BITS
 
@@ -71,6 +78,13 @@ I64 = np.int64
 def applies(model: MMAModel) -> bool:
     """Whether the tile path computes this unit."""
     p = model.params
+    if p.accumulation == "exact":
+        # the round to odd at 53 bits needs 2 bits to spare, and float64 normal
+        # and finite values throughout (FP32's c: multiples of 2**-149)
+        fa, fb = model.input_format, model.input_b_format
+        return (narrow_format(model.output_format, p.result_bits).precision <= 51
+                and (fa.emin - fa.mantissa_bits) + (fb.emin - fb.mantissa_bits) >= -900
+                and fa.emax + fb.emax <= 900)
     return (p.accumulation in ("aligned", "odd_even", "pairwise") and not p.normalize_products
             and not p.sticky_bit)
 
@@ -124,8 +138,8 @@ def _narrow(model: MMAModel, A: np.ndarray, B: np.ndarray) -> bool:
 class _Block:
     """Work arrays of one tile, reused block after block."""
 
-    def __init__(self, model: MMAModel, A: np.ndarray, B: np.ndarray, mt: int,
-                 nt: int) -> None:
+    def __init__(self, model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
+                 EB: np.ndarray, mt: int, nt: int) -> None:
         p = model.params
         self.p, self.out = p, model.output_format
         self.F = ALIGN_FRACTION_BITS + (p.extra_bits or 0)
@@ -136,12 +150,38 @@ class _Block:
         self.B32 = B.astype(np.float32) if self.narrow else None
         self.esum = np.empty((width, mt, nt), np.int16)
         self.prod: dict[Any, np.ndarray] = {}
+        # every nonzero product of the tile at least 2**-103 (pairwise_tree)
+        self.normal_products = False
+        if p.accumulation == "pairwise":
+            low = [np.abs(X[X != 0]) for X in (A, B)]
+            self.normal_products = bool(all(x.size for x in low) and (
+                float(low[0].min()) * float(low[1].min()) >= 2.0**-103))
+        self.flat: list[np.ndarray] = []
+        self.EA, self.EB = EA, EB
+        self.spread: tuple[np.ndarray, np.ndarray] | None = None
+        fa, fb = model.input_format, model.input_b_format
+        self.room = 53 - fa.precision - fb.precision - (p.k - 1).bit_length()
         self.shape = (mt, nt)
         # the largest operand magnitude per product: a block whose bound stays
         # below the output's overflow threshold needs no look for limited products
         self.limit = 2.0 ** (self.out.emax + 1) if p.products_limited else None
         if self.limit is not None:  # per k, the largest magnitude of the tile's operands
             self.amax, self.bmax = np.abs(A).max(axis=1), np.abs(B).max(axis=1)
+
+    def spreads(self, lo: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``"exact"``: the spreads of the block at ``lo`` (:func:`_spread`)
+        of A's rows and B's columns, and the most their sum may be for the
+        float64 sum of the block's products to be exact (:func:`_exact`)."""
+        if self.spread is None:
+            self.spread = (_spread(self.EA, self.p.k), _spread(self.EB, self.p.k))
+        j = lo // self.p.k
+        return self.spread[0][j], self.spread[1][j], self.room
+
+    def scratch(self, count: int) -> tuple[np.ndarray, ...]:
+        """``count`` float64 work arrays of one value per output, reused."""
+        while len(self.flat) < count:
+            self.flat.append(np.empty(self.shape[0] * self.shape[1]))
+        return tuple(self.flat[:count])
 
     def products(self, lo: int, hi: int, wt: Any) -> np.ndarray:
         """The block's exact products as a ``(hi - lo, Mt, Nt)`` array of ``wt``."""
@@ -226,7 +266,7 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
     if c is not None and not np.isfinite(c).all():
         raise ValueError("chain_tile takes a finite c (the caller's check)")
     cv = np.zeros((mt, nt)) if c is None else c
-    work = _Block(model, A, B, mt, nt)
+    work = _Block(model, A, EA, B, EB, mt, nt)
     codes: np.ndarray | None = None
     with np.errstate(invalid="ignore", over="ignore"):
         for lo in range(0, max(K, 1), p.k):
@@ -238,6 +278,8 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
                 cin = np.where(np.abs(cv) < 2.0 ** out.emin, 0.0, cv)
             if p.accumulation == "pairwise":
                 new = _pairwise(work, lo, hi, cin)
+            elif p.accumulation == "exact":
+                new = _exact(work, model, lo, hi, cin)
             else:
                 S = work.esum[:hi - lo]
                 np.add(EA[lo:hi, :, None], EB[lo:hi, None, :], out=S)
@@ -334,7 +376,106 @@ def _pairwise(work: _Block, lo: int, hi: int, cv: np.ndarray) -> np.ndarray:
     else:
         prods = np.zeros((p.k, P.shape[1] * P.shape[2]), P.dtype)
         prods[:hi - lo] = P.reshape(hi - lo, -1)
-    codes = pairwise_tree(p, prods, cv.reshape(-1))
+    codes = pairwise_tree(p, prods, cv.reshape(-1), work.normal_products)
     if over is not None:
         codes = np.where(over[0], over[1], codes)
     return codes
+
+
+# -- "exact" (CDNA1) -----------------------------------------------------------------
+
+
+def _exact(work: _Block, model: MMAModel, lo: int, hi: int, cv: np.ndarray) -> np.ndarray:
+    """``"exact"``: the exact sum of the block's products and ``c``, rounded
+    once.  In three steps, each exact:
+
+    * the products' sum ``P``, by a float64 matrix product, for every
+      output whose products have few enough bits between them: the
+      products of row ``m`` and column ``n`` are multiples of ``2**(lo -
+      (pa-1) - (pb-1))`` and below ``2**(hi + 2)``, ``lo`` and ``hi`` the
+      smallest and largest exponent sums of their nonzero operands, so
+      every partial sum of ``w`` of them is an integer of at most ``spread
+      + pa + pb + ceil(log2 w)`` bits in that unit (``spread = hi - lo``,
+      bounded by the spreads of the row's and the column's exponents,
+      ``w <= k``): at most 53, it is exact in float64 in any order of
+      additions (and with fused ones).  The other outputs (a block spanning more binades than
+      that) take the row model's exact sum;
+    * ``c + P`` rounded to odd at 53 bits (:func:`_sum_to_odd`): float64's
+      sum and its exact error (Knuth's TwoSum), and the last bit set where
+      the error is not zero;
+    * that value rounded to the output (:func:`_finish`): a value rounded to
+      odd with at least two bits more than the output's rounds as the exact
+      sum would, in every rounding mode (Boldo and Melquiond, "Emulation of
+      FMA and correctly rounded sums: proved algorithms using rounding to
+      odd", IEEE Trans. Computers 57(4), 2008); no bit of it is subnormal
+      in float64 (every term is a multiple of ``2**-900`` at least,
+      :func:`applies`).
+    """
+    w = hi - lo
+    A, B = work.A[lo:hi], work.B[lo:hi]
+    over = work.limited(lo, hi, work.products(lo, hi, np.float64)) if work.limit else None
+    flat, s, bb, t = work.scratch(4)
+    P = flat.reshape(work.shape)
+    if w:
+        np.matmul(A.T, B, out=P)
+        sa, sb, room = work.spreads(lo)
+        hard = None
+        if int(sa.max()) + int(sb.max()) > room:
+            hard = np.flatnonzero((sa[:, None] + sb[None, :] > room).reshape(-1))
+    else:
+        P.fill(0.0)
+        hard = None
+    value = _sum_to_odd(cv.reshape(-1), flat, s, (bb, t))
+    codes = _finish(work, value, None)
+    if hard is not None:  # (an infinite c, passed on, is no block's)
+        hard = hard[np.isfinite(cv.reshape(-1)[hard])]
+    if hard is not None and hard.size:
+        m, n = np.divmod(hard, work.shape[1])
+        codes[hard] = model._exact(A[:, m].T, B[:, n].T, cv.reshape(-1)[hard])
+    if over is not None:
+        codes = np.where(over[0], over[1], codes)
+    return codes
+
+
+def _spread(E: np.ndarray, k: int) -> np.ndarray:
+    """Per block of ``k`` along the first axis and column of operand
+    exponents ``E`` (``(K, count)``, ``_ZERO_EXP`` for zeros): the largest
+    minus the smallest of the nonzero operands' (0 where none is nonzero),
+    int32, shape ``(blocks, count)``."""
+    K, count = E.shape
+    blocks = -(-K // k)
+    pad = np.full((blocks * k, count), _ZERO_EXP, np.int32)
+    pad[:K] = E
+    pad = pad.reshape(blocks, k, count)
+    zero = pad <= _ZERO_EXP // 2
+    top = pad.max(axis=1)
+    pad[zero] = 1 << 20
+    low = pad.min(axis=1)
+    return np.where(zero.all(axis=1), 0, top - low)
+
+
+def _sum_to_odd(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None,
+                work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """``x + y`` rounded to odd at float64's 53 bits (finite float64 arrays,
+    no overflow), into ``out``: float64's nearest sum ``s`` and its exact
+    error ``e = (x - (s - bb)) + (y - bb)``, ``bb = s - x`` (Knuth's
+    TwoSum); where ``e`` is not 0 and ``s``'s last bit is 0, ``s`` moves one
+    unit toward ``e`` (the truncated sum with its last bit set; ``s`` is
+    then not 0).  ``work``: two arrays of ``x``'s shape to reuse (a fresh
+    array of a tile's size costs more than the pass that fills it)."""
+    s = np.add(x, y, out=out)
+    bb, t = work if work is not None else (np.empty_like(s), np.empty_like(s))
+    np.subtract(s, x, out=bb)
+    np.subtract(s, bb, out=t)
+    np.subtract(x, t, out=t)
+    np.subtract(y, bb, out=bb)
+    fix = np.flatnonzero(t != -bb)  # (e = t + bb: a float sum is 0 only if exactly)
+    if fix.size:
+        e = t[fix] + bb[fix]
+        bits = s.view(np.int64)
+        sub = bits[fix]
+        even = (sub & 1) == 0
+        # magnitudes are ordered as the codes' low 63 bits: one unit up is +1
+        up = np.signbit(e) == np.signbit(s[fix])
+        bits[fix] = np.where(even, sub + np.where(up, 1, -1), sub)
+    return s

@@ -297,7 +297,8 @@ def unrounded(big: np.ndarray, total: np.ndarray, frac: Any) -> np.ndarray:
     return np.ldexp(np.asarray(total, np.float64), scale)
 
 
-def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray) -> np.ndarray:
+def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray,
+                  normal_sums: bool = False) -> np.ndarray:
     """``"pairwise"``: ``products`` (shape ``(k, rows)``, exact float64, or
     float32 where every product is exact in it; ``k`` a power of two)
     rounded to the output format (nearest even), summed as a balanced tree
@@ -309,7 +310,12 @@ def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray) -> np.ndarr
     The additions are :func:`fpsim.array.add`; into FP32 with nearest even,
     on a machine whose float32 addition is IEEE's
     (:func:`fpsim.array._native.float32_adds_are_ieee`), they are that
-    addition (``tests/test_mma_tile.py`` proves the two equal)."""
+    addition (``tests/test_mma_tile.py`` proves the two equal).
+
+    ``normal_sums``: the caller's proof that every nonzero product is at
+    least ``2**-103`` (so that it, rounded to FP32 or not, is a multiple of
+    ``2**-126``, and so is every partial sum: zero or normal), which spares
+    the flushes of products and partial sums on that path."""
     out = p.output_format
     ctx = Context(rounding=p.rounding)
     sign = U64(out.sign_bit)
@@ -324,7 +330,7 @@ def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray) -> np.ndarr
     if out == FP32 and p.rounding == "rne" and PAIRWISE_NATIVE and _native.usable(
             (Rounding.RNE,)) and _native.float32_adds_are_ieee():
         return _pairwise_float32(products, C, p.output_subnormals,
-                                 _exact_in_fp32(p.input_format, p.input_b_format))
+                                 _exact_in_fp32(p.input_format, p.input_b_format), normal_sums)
     x = flush(_array.encode(products, out, Context()).astype(U64), signed=False)
     c_codes = _array.encode(C, out, Context()).astype(U64)
     while x.shape[0] > 1:
@@ -354,14 +360,16 @@ def _exact_in_fp32(fa: Format, fb: Format) -> bool:
 
 
 def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
-                      exact: bool) -> np.ndarray:
+                      exact: bool, normal_sums: bool = False) -> np.ndarray:
     """The tree of :func:`pairwise_tree` by the machine's IEEE float32
     addition (nearest even; overflow gives infinity, as in the kernel), NaNs
     given the kernel's default code.  The products are cast where every one
     is ``exact`` in FP32 or the cast changed none, else rounded by the
     kernel's machine fast path
     (:func:`fpsim.array._native.round_fp32`) where they are normal and by
-    the kernel elsewhere; ``C`` holds FP32 values (exact in float32)."""
+    the kernel elsewhere; ``C`` holds FP32 values (exact in float32).
+    ``normal_sums``: the caller knows no product and no partial sum is
+    subnormal (:func:`pairwise_tree`), so that only the result is flushed."""
     with np.errstate(over="ignore"):
         v = products.astype(np.float32, copy=False)
     # where every product is exact, or the cast shows it was (equal values: a
@@ -373,22 +381,34 @@ def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
             rest = ~done
             codes[rest] = _array.encode(flat[rest], FP32, Context())
         v = codes.view(np.float32).reshape(products.shape)
-    tiny = np.float32(FP32.min_normal)
-    if not subnormals:  # products: to +0
-        v = np.where(np.abs(v) < tiny, np.float32(0), v)
+    flush = not subnormals
+    if flush and not normal_sums:  # products: to +0
+        v = _flush32(v, keep_sign=False)
     with np.errstate(over="ignore", invalid="ignore"):
         while v.shape[0] > 1:
             v = v[0::2] + v[1::2]
-            if not subnormals:
-                v = np.where(np.abs(v) < tiny, np.copysign(np.float32(0), v), v)
-        d = C.astype(np.float32) + v[0]
-    if not subnormals:
-        d = np.where(np.abs(d) < tiny, np.copysign(np.float32(0), d), d)
+            if flush and not normal_sums:
+                v = _flush32(v, keep_sign=True)
+        d = C.astype(np.float32)
+        d += v[0]
+    if flush:
+        d = _flush32(d, keep_sign=True)
     out = d.view(np.uint32).astype(U64)
     nan = np.isnan(d)
     if nan.any():
         out[nan] = _fp32_default_nan()
     return out
+
+
+def _flush32(v: np.ndarray, keep_sign: bool) -> np.ndarray:
+    """float32 ``v`` with its subnormals (exponent field 0: zeros too) made
+    zeros, of their sign or +0; a new array where any changes."""
+    bits = v.view(np.uint32)
+    tiny = (bits & np.uint32(0x7F800000)) == 0
+    if not tiny.any():
+        return v
+    bits = np.where(tiny, bits & np.uint32(0x80000000) if keep_sign else np.uint32(0), bits)
+    return bits.view(np.float32)
 
 
 def _exact_sum(values: list[float]) -> tuple[int, int]:
