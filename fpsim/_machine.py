@@ -15,8 +15,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "two_sum_error",
-           "reduces_in_order"]
+__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "float16_casts_are_ieee",
+           "two_sum_error", "reduces_in_order"]
 
 # Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
 # to even: 1), 1 + 3 * 2**-24 (a tie, to even: 1 + 2**-22) and their
@@ -31,6 +31,26 @@ def rounds_to_nearest() -> bool:
     """Whether the float64 → float32 cast rounds to nearest, ties to even
     (the unit's default; a library may have changed it)."""
     return bool(np.array_equal(_PROBE.astype(np.float32), _PROBE_EXPECTED))
+
+
+# Values whose round-to-nearest-even in FP16 is known, by hand: ties between
+# subnormals (2**-25: to 0; 3 * 2**-25: to 2**-23, code 2), just above one
+# (2**-24, code 1), a negative one (code 0x8002), the tie at the top (65520:
+# to 65536, that is infinity), a tie and a value above it at 1 (0x3C00,
+# 0x3C01), and the subnormal that rounds up to the smallest normal (0x400).
+_PROBE16 = np.array([2.0**-25, 3 * 2.0**-25, 2.0**-25 + 2.0**-60, -3 * 2.0**-25, 65520.0,
+                     1 + 2.0**-11, 1 + 2.0**-11 + 2.0**-40, 2.0**-14 - 2.0**-26])
+_PROBE16_EXPECTED = np.array([0, 2, 1, 0x8002, 0x7C00, 0x3C00, 0x3C01, 0x400], np.uint16)
+
+
+def float16_casts_are_ieee() -> bool:
+    """Whether numpy's float64 → float16 cast rounds to nearest even from the
+    float64 value itself (no double rounding through float32), subnormal
+    results kept: numpy's own conversion does; a hardware one follows the
+    unit's rounding mode and flush settings, checked here."""
+    with np.errstate(all="ignore"):
+        got = _PROBE16.astype(np.float16).view(np.uint16)
+    return bool(np.array_equal(got, _PROBE16_EXPECTED))
 
 
 _HALF_ULP = np.float32(2.0**-24)

@@ -99,6 +99,12 @@ def test_this_machine_converts_to_nearest():
     assert _native.rounds_to_nearest()
 
 
+def test_this_machine_converts_to_fp16_as_ieee():
+    """numpy's float64 -> float16 cast rounds to nearest even here, subnormals
+    kept (the matrix units' FP16 outputs use it: test_mma_tile.py)."""
+    assert _native.float16_casts_are_ieee()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_native_lanes_equal_the_oracle(mode):
     values = boundary_values(seed=len(mode))

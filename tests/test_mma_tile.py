@@ -152,6 +152,21 @@ def test_the_fast_roundings_to_the_output_equal_the_kernel(out, mode, bits):
         assert np.array_equal(fast, kernel)
 
 
+def test_fp16_outputs_without_the_machine_cast_take_the_kernel(monkeypatch):
+    """Where numpy's float16 cast is not IEEE's (a hardware conversion under
+    other settings), FP16 outputs are rounded by the kernel alone: the same
+    codes."""
+    from fpsim.array import _native
+
+    rng = np.random.default_rng(12)
+    a = _finite_codes("fp16", (20, 40), rng)
+    b = _finite_codes("fp16", (40, 9), rng)
+    g = LibraryGEMM(mma.preset("v100", "fp16", "fp16"), Schedule(compute=None), "fp16")
+    want = g(a, b, fmt="fp16")
+    monkeypatch.setattr(_native, "float16_casts_are_ieee", lambda: False)
+    assert np.array_equal(g(a, b, fmt="fp16").view(np.uint16), want.view(np.uint16))
+
+
 @pytest.mark.parametrize("fmt", ["bf16", "fp16"])
 @pytest.mark.parametrize("subnormals", [True, False])
 def test_the_pairwise_tree_by_float32_addition_equals_fpsim_array_add(monkeypatch, fmt,
@@ -207,7 +222,7 @@ def test_the_sum_rounded_to_odd_equals_integers():
     y[2000:2100] = -x[2000:2100]
     x[2100:2200] = 2.0 ** rng.integers(-30, 30, 100)  # powers of two, tails both ways
     y[2100:2200] = rng.choice([-1, 1], 100) * x[2100:2200] * 2.0**-70
-    got = _tile._sum_to_odd(x.copy(), y.copy())
+    got = _tile._sum_to_odd(x, y, np.empty(n), (np.empty(n), np.empty(n)))
     want = np.array([_round_to_odd_53(a, b) for a, b in zip(x.tolist(), y.tolist())])
     assert np.array_equal(got, want)
 
@@ -337,3 +352,18 @@ def test_the_two_operand_alignment_equals_python_integers(mode):
             unit = Fraction(2) ** (want_e - want_f)
             want = large + cut(small / unit) * unit
         assert (int(big[i]), Fraction(float(total[i])), int(fr[i])) == (want_e, want, want_f), i
+
+
+def test_exact_sums_when_the_unit_does_not_round_to_nearest(monkeypatch):
+    """TwoSum needs the machine's nearest rounding: without it every output of
+    an exact unit is the row model's sum (the same codes)."""
+    rng = np.random.default_rng(13)
+    a = _finite_codes("fp16", (7, 33), rng)
+    b = _finite_codes("fp16", (33, 5), rng)
+    c = _finite_codes("fp32", (7, 5), rng)
+    g = LibraryGEMM(mma.preset("mi100", "fp16"), Schedule(compute=None), "fp32")
+    want = g(a, b, c, fmt="fp16")
+    monkeypatch.setattr(_tile, "rounds_to_nearest", lambda: False)
+    fast, rows = _both(g, a, b, c, fmt="fp16")
+    assert np.array_equal(fast.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(rows.view(np.uint32), want.view(np.uint32))

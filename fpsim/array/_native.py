@@ -41,6 +41,7 @@ import numpy as np
 
 # (re-exported: callers read them through this module, so that a test can
 # pretend the unit misbehaves)
+from .._machine import float16_casts_are_ieee as float16_casts_are_ieee
 from .._machine import float32_adds_are_ieee as float32_adds_are_ieee
 from .._machine import rounds_to_nearest as rounds_to_nearest
 from .._machine import two_sum_error
@@ -166,19 +167,24 @@ def nearest_even_bits(v: np.ndarray, fmt: Any) -> tuple[np.ndarray, np.ndarray]:
     return up, done
 
 
-def nearest_even_fp16(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def nearest_even_fp16(v: np.ndarray, subnormals: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`nearest_even_bits` into FP16 by numpy's own conversion of
     float64 to float16, which rounds to nearest even from the float64 bits
-    directly (``npy_double_to_half``; the hardware's IEEE conversion where
-    numpy uses one), not through float32: codes (uint64) and which lanes
-    are done, the same lanes as :func:`nearest_even_bits` (normal values
-    whose rounded magnitude is finite), the codes as uint16.
-    ``tests/test_mma_tile.py`` proves it equal to the kernel at every tie
-    and boundary."""
+    (``npy_double_to_half``), not through float32: codes (uint16) and which
+    lanes are done: those whose rounded magnitude is finite and whose value
+    is normal, or with ``subnormals`` any nonzero value (the caller keeps
+    subnormal results).  The caller checks
+    :func:`fpsim._machine.float16_casts_are_ieee` first (a hardware
+    conversion follows the unit's settings).  ``tests/test_mma_tile.py``
+    proves it equal to the kernel at every tie and boundary."""
     with np.errstate(over="ignore", invalid="ignore"):
         h = v.astype(np.float16).view(np.uint16)
     done = (h & np.uint16(0x7C00)) != np.uint16(0x7C00)
-    done &= np.abs(v) >= 2.0**-14
+    if subnormals:
+        done &= v != 0
+    else:
+        done &= np.abs(v) >= 2.0**-14
     return h, done
 
 

@@ -67,8 +67,8 @@ def round_to_output(value: np.ndarray, out: Format, mode: str, result_bits: int 
         codes, done = _native.truncate_fp32(value, result_bits or FP32.mantissa_bits)
     elif out == FP32 and whole and _native.usable((Rounding(mode),)):
         codes, _, done = _native.round_fp32(value, None, Rounding(mode), flags=False)
-    elif mode == "rne" and whole and out == FP16:
-        codes, done = _native.nearest_even_fp16(value)
+    elif mode == "rne" and whole and out == FP16 and _native.float16_casts_are_ieee():
+        codes, done = _native.nearest_even_fp16(value, output_subnormals)
     elif mode == "rne" and whole and out == BF16:
         codes, done = _native.nearest_even_bits(value, out)
         codes = codes.astype(dt)

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
+from .._machine import rounds_to_nearest, two_sum_error
 from ..formats import FP32, Format
 from ._align import ABSENT, add_two
 from ._align import exponents as _exponents
@@ -425,8 +426,12 @@ def _exact(work: _Block, model: MMAModel, lo: int, hi: int, cv: np.ndarray) -> n
     else:
         P.fill(0.0)
         hard = None
-    value = _sum_to_odd(cv.reshape(-1), flat, s, (bb, t))
-    codes = _finish(work, value, None)
+    if rounds_to_nearest():
+        value = _sum_to_odd(cv.reshape(-1), flat, s, (bb, t))
+        codes = _finish(work, value, None)
+    else:  # (TwoSum needs the unit's nearest: every output the row model's)
+        codes = np.zeros(flat.size, _array.code_dtype(work.out))
+        hard = np.arange(flat.size)
     if hard is not None:  # (an infinite c, passed on, is no block's)
         hard = hard[np.isfinite(cv.reshape(-1)[hard])]
     if hard is not None and hard.size:
@@ -454,28 +459,23 @@ def _spread(E: np.ndarray, k: int) -> np.ndarray:
     return np.where(zero.all(axis=1), 0, top - low)
 
 
-def _sum_to_odd(x: np.ndarray, y: np.ndarray, out: np.ndarray | None = None,
-                work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def _sum_to_odd(x: np.ndarray, y: np.ndarray, out: np.ndarray,
+                work: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """``x + y`` rounded to odd at float64's 53 bits (finite float64 arrays,
-    no overflow), into ``out``: float64's nearest sum ``s`` and its exact
-    error ``e = (x - (s - bb)) + (y - bb)``, ``bb = s - x`` (Knuth's
-    TwoSum); where ``e`` is not 0 and ``s``'s last bit is 0, ``s`` moves one
-    unit toward ``e`` (the truncated sum with its last bit set; ``s`` is
-    then not 0).  ``work``: two arrays of ``x``'s shape to reuse (a fresh
-    array of a tile's size costs more than the pass that fills it)."""
+    no overflow, the unit rounding to nearest), into ``out``: float64's
+    nearest sum ``s`` and its exact error ``e`` (TwoSum,
+    :func:`fpsim._machine.two_sum_error`, in ``work``: two arrays of
+    ``x``'s shape); where ``e`` is not 0 and ``s``'s last bit is 0, ``s``
+    moves one unit toward ``e`` (the truncated sum with its last bit set;
+    ``s`` is then not 0)."""
     s = np.add(x, y, out=out)
-    bb, t = work if work is not None else (np.empty_like(s), np.empty_like(s))
-    np.subtract(s, x, out=bb)
-    np.subtract(s, bb, out=t)
-    np.subtract(x, t, out=t)
-    np.subtract(y, bb, out=bb)
-    fix = np.flatnonzero(t != -bb)  # (e = t + bb: a float sum is 0 only if exactly)
+    e = two_sum_error(s, x, y, work)
+    fix = np.flatnonzero(e)
     if fix.size:
-        e = t[fix] + bb[fix]
         bits = s.view(np.int64)
         sub = bits[fix]
         even = (sub & 1) == 0
         # magnitudes are ordered as the codes' low 63 bits: one unit up is +1
-        up = np.signbit(e) == np.signbit(s[fix])
+        up = np.signbit(e[fix]) == np.signbit(s[fix])
         bits[fix] = np.where(even, sub + np.where(up, 1, -1), sub)
     return s
