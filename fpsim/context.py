@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .modes import (
+    P3109,
+    P3109_NAMES,
     ROUNDING_NAMES,
     SATURATION_NAMES,
     STOCHASTIC,
@@ -35,7 +37,7 @@ from .nans import IEEE, NanPolicy, policy
 
 __all__ = ["Context", "getcontext", "setcontext", "localcontext"]
 
-_SETTINGS = ("rounding", "saturate", "ftz", "daz", "tininess", "sr_bits", "nan")
+_SETTINGS = ("rounding", "saturate", "ftz", "daz", "tininess", "sr_bits", "nan", "p3109")
 
 
 class Context:
@@ -52,8 +54,9 @@ class Context:
         ``Cast`` ``saturate=1``, PTX ``.satfinite``, P3109's SatFinite).
         NaN stays NaN.  IEEE P3109's other modes by name:
         ``"satpropagate"`` (clamp finite overflow, keep infinities) and
-        ``"ovfinf"`` (overflow to ±inf; ±max where the format has no
-        infinity); see :class:`~fpsim.Saturation`.  ``False`` (default):
+        ``"satnone"`` (v4.0's name; release 3's ``"ovfinf"`` is accepted:
+        overflow to ±inf; ±max where the format has no infinity); see
+        :class:`~fpsim.Saturation`.  ``False`` (default):
         IEEE 754 overflow, NaN where the format has no infinity.
     ftz:
         Flush tiny results to zero (raising UNDERFLOW and INEXACT).
@@ -73,6 +76,12 @@ class Context:
         so runs are reproducible.  Per-call ``random_bits=`` overrides it.
     flags:
         Initial flags (default none).
+    p3109:
+        Which IEEE P3109 text decides the rules P3109 formats add to IEEE
+        754's (:class:`~fpsim.modes.P3109`): ``"v4.0"`` (default, the
+        Interim Report v4.0), ``"3"`` (release 3) or ``"ieee"`` (none):
+        division by zero, negative values into unsigned formats, round to
+        odd beyond the largest value (spec/p3109.md).
     """
 
     __slots__ = (*_SETTINGS, "_rng", "_flags", "_key", "_fast_key")
@@ -84,11 +93,13 @@ class Context:
     tininess: Tininess
     sr_bits: int
     nan: NanPolicy
+    p3109: P3109
 
     def __init__(self, rounding: Rounding | str = Rounding.RNE, saturate: bool | str = False,
                  ftz: bool = False, daz: bool = False,
                  tininess: Tininess | str = Tininess.AFTER, sr_bits: int = 32,
-                 nan: NanPolicy | str = IEEE, rng: Any = None, flags: Flag | int = 0) -> None:
+                 nan: NanPolicy | str = IEEE, rng: Any = None, flags: Flag | int = 0,
+                 p3109: P3109 | str = P3109.V4_0) -> None:
         # The sticky flags live in a one-item list: operations OR into it on
         # their hot path, which a plain attribute behind __setattr__ would slow.
         object.__setattr__(self, "_flags", [0])
@@ -100,6 +111,7 @@ class Context:
         self.tininess = tininess  # type: ignore[assignment]
         self.sr_bits = sr_bits
         self.nan = nan  # type: ignore[assignment]
+        self.p3109 = p3109  # type: ignore[assignment]
         self.rng = rng
         self.flags = flags  # type: ignore[assignment]
 
@@ -119,7 +131,7 @@ class Context:
     def _rekey(self) -> None:
         try:
             key = (self.rounding, self.saturate, self.ftz, self.daz,
-                   self.tininess is Tininess.BEFORE, self.sr_bits, self.nan)
+                   self.tininess is Tininess.BEFORE, self.sr_bits, self.nan, self.p3109)
         except AttributeError:  # still in __init__
             return
         object.__setattr__(self, "_key", key)
@@ -228,14 +240,16 @@ class Context:
         original would draw next (``copy.deepcopy`` copies it; the copy of
         :meth:`copy` shares it)."""
         return (type(self), (self.rounding, self.saturate, self.ftz, self.daz, self.tininess,
-                             self.sr_bits, self.nan, self._rng, self.flags))
+                             self.sr_bits, self.nan, self._rng, self.flags, self.p3109))
 
     def __repr__(self) -> str:
         sat = self.saturate
         return (f"Context(rounding={self.rounding.value!r}, "
                 f"saturate={sat if isinstance(sat, bool) else repr(sat.value)}, "
                 f"ftz={self.ftz}, daz={self.daz}, tininess={self.tininess.value!r}, "
-                f"sr_bits={self.sr_bits}, nan={self.nan.name!r}, flags={self.flags!r})")
+                f"sr_bits={self.sr_bits}, nan={self.nan.name!r}, "
+                + ("" if self.p3109 is P3109.V4_0 else f"p3109={self.p3109.value!r}, ")
+                + f"flags={self.flags!r})")
 
 
 def check_seed(value: Any) -> int:
@@ -292,6 +306,16 @@ def _check_tininess(value: Any) -> Tininess:
         raise ValueError(f"unknown tininess {value!r}; accepted: after, before") from None
 
 
+def _check_p3109(value: Any) -> P3109:
+    if not isinstance(value, str):
+        raise TypeError(f"p3109 must be a name of an IEEE P3109 text ({P3109_NAMES}), "
+                        f"got {value!r}")
+    try:
+        return P3109(value)
+    except ValueError:
+        raise ValueError(f"unknown IEEE P3109 text {value!r}; accepted: {P3109_NAMES}") from None
+
+
 def _check_sr_bits(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"sr_bits must be an int, got {type(value).__name__}")
@@ -308,6 +332,7 @@ _VALIDATORS = {
     "tininess": _check_tininess,
     "sr_bits": _check_sr_bits,
     "nan": policy,
+    "p3109": lambda value: _check_p3109(value),
 }
 
 _current: contextvars.ContextVar[Context] = contextvars.ContextVar("fpsim_context")
@@ -380,5 +405,6 @@ def resolve(ctx: Context | None, overrides: dict[str, Any]) -> tuple[Context, tu
     for name, value in overrides.items():
         values[name] = _VALIDATORS[name](value)
     key = (values["rounding"], values["saturate"], values["ftz"], values["daz"],
-           values["tininess"] is Tininess.BEFORE, values["sr_bits"], values["nan"])
+           values["tininess"] is Tininess.BEFORE, values["sr_bits"], values["nan"],
+           values["p3109"])
     return ctx, key

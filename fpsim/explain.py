@@ -25,7 +25,7 @@ from typing import Any
 from . import parse
 from .context import Context
 from .formats import Format, format
-from .modes import STOCHASTIC, Flag, Rounding, Saturation
+from .modes import P3109, STOCHASTIC, Flag, Rounding, Saturation
 from .value import Float, exact_decimal
 
 __all__ = ["explain", "explain_bits", "render", "describe_format", "short", "DEFAULT_SEED",
@@ -90,7 +90,8 @@ def describe_format(fmt: Format) -> str:
 
 def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
             saturate: bool = False, ftz: bool = False, daz: bool = False,
-            tininess: str = "after", seed: int | None = None) -> dict[str, Any]:
+            tininess: str = "after", seed: int | None = None,
+            p3109: str = "v4.0") -> dict[str, Any]:
     """Round ``value`` into ``fmt`` and report what happened (a JSON-ready dict).
 
     Keys: ``input``, ``input_value``, ``format``, ``layout``, ``rounding``,
@@ -112,7 +113,7 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     fmt = format(fmt)
     seed = DEFAULT_SEED if seed is None else seed
     ctx = Context(rounding=rounding, saturate=saturate, ftz=ftz, daz=daz, tininess=tininess,
-                  rng=seed)
+                  rng=seed, p3109=p3109)
     sr = ctx.rounding in STOCHASTIC
     source = parse.exact(value)
     result = fmt.round(value, ctx)
@@ -346,7 +347,9 @@ def _notes(result: Float, exact: Fraction | None, source: tuple[Any, ...],
                         else "NaN (±max with --saturate)"))
     if kind in ("nan", "snan") or (kind == "code" and Float(source[1], source[2]).is_nan):
         notes.append(_nan_note(result, source, flags))
-    if exact is not None:
+    if exact is not None and exact < 0 and not fmt.signed:
+        notes.append(_unsigned_note(result, ctx))
+    elif exact is not None:
         if Flag.OVERFLOW in flags:
             notes.append(_overflow_note(result, exact, ctx))
         elif not flags & Flag.INEXACT:
@@ -373,6 +376,19 @@ def _notes(result: Float, exact: Fraction | None, source: tuple[Any, ...],
                          f"{short(fmt.min_normal)}) and inexact")
     notes.extend(_value_notes(result, ctx))
     return notes
+
+
+def _unsigned_note(result: Float, ctx: Context) -> str:
+    """What became of a negative value in a format without a sign."""
+    fmt = result.fmt
+    head = f"negative: {fmt.name} has no negative values; "
+    if not fmt.p3109 or ctx.p3109 is P3109.IEEE:
+        return head + "a negative value is NaN (invalid)"
+    text = "P3109 v4.0 (§4.7.5)" if ctx.p3109 is P3109.V4_0 else "P3109 release 3 (§4.7.4)"
+    if result.is_nan:
+        return (head + f"under {text} a value that does not round to 0 is NaN here (0 with "
+                "--saturate or --saturation satpropagate, or rounding toward zero or +inf)")
+    return head + f"{text} gives 0, its smallest value"
 
 
 def _nan_note(result: Float, source: tuple[Any, ...], flags: Flag) -> str:
@@ -405,7 +421,7 @@ def _overflow_note(result: Float, exact: Fraction, ctx: Context) -> str:
         return head + f"clamped to max by {_saturation_words(ctx)}"
     if (ctx.saturate is Saturation.OVF_INF and not fmt.has_inf
             and fmt.round(exact, ctx.copy(saturate=False)).is_nan):
-        return head + f"becomes max ({fmt.name} has no infinity; --saturation ovfinf)"
+        return head + f"becomes max ({fmt.name} has no infinity; --saturation satnone)"
     return head + f"becomes max ({_MODE_WORDS[ctx.rounding]} never rounds up to infinity here)"
 
 

@@ -96,6 +96,11 @@ class Format:
         formats break a tie between 2**e and 2**(e+1) toward the even code
         (P3109's CodeIsEven, gfloat), where E8M0 (OCP MX, ml_dtypes) takes
         the significand's parity, which always rounds such a tie up.
+    p3109:
+        ``True`` for the IEEE P3109 formats (:func:`fpsim.formats.p3109`
+        makes them): results in them follow the P3109 rules the context's
+        ``p3109`` setting names (division by zero, negative values into an
+        unsigned format, round to odd beyond the largest value: spec/p3109.md).
 
     Every limit is derived, exactly:
 
@@ -114,6 +119,7 @@ class Format:
     aliases: tuple[str, ...] = field(default=(), compare=False)
     infinities: bool = False
     code_parity: bool = False
+    p3109: bool = False
 
     # Derived attributes are plain instance attributes (set once in
     # __post_init__) rather than properties: the rounding kernel reads them on
@@ -338,6 +344,8 @@ class Format:
             extra += ", infinities=True"
         if self.code_parity:
             extra += ", code_parity=True"
+        if self.p3109:
+            extra += ", p3109=True"
         return (
             f"Format({self.name!r}, exponent_bits={self.exponent_bits}, "
             f"mantissa_bits={self.mantissa_bits}, bias={self.bias}{extra})"
@@ -349,7 +357,7 @@ class Format:
     def __reduce__(self) -> tuple[Any, ...]:
         return (_unpickle, (self.name, self.exponent_bits, self.mantissa_bits, self.bias,
                             self.specials, self.subnormals, self.signed, self.aliases,
-                            self.infinities, self.code_parity))
+                            self.infinities, self.code_parity, self.p3109))
 
     def __copy__(self) -> Format:
         return self
@@ -386,7 +394,7 @@ def _check_parameters(f: Format) -> None:
     if not isinstance(f.aliases, (tuple, list)) or not all(
             isinstance(a, str) for a in f.aliases):
         raise TypeError(f"Format aliases must be a tuple of str, got {f.aliases!r}")
-    for attr in ("subnormals", "signed", "infinities", "code_parity"):
+    for attr in ("subnormals", "signed", "infinities", "code_parity", "p3109"):
         v = getattr(f, attr)
         if not isinstance(v, bool):
             raise TypeError(f"Format {attr} must be True or False, got {v!r}")
@@ -595,7 +603,8 @@ def p3109(k: int, p: int, signed: bool = True, extended: bool = True) -> Format:
         e = k - p + (0 if signed else 1)
         fmt = Format(f"binary{tag}", e, p - 1, 1 << (e - 1),
                      Specials.FNUZ if signed else Specials.FN, signed=signed,
-                     aliases=(f"p3109_k{tag}",), infinities=extended, code_parity=p == 1)
+                     aliases=(f"p3109_k{tag}",), infinities=extended, code_parity=p == 1,
+                     p3109=True)
         with _LOCK:  # one object per format, whichever thread made it first
             fmt = _P3109.setdefault(key, fmt)
     return fmt

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Rounding", "Flag", "Tininess", "Saturation", "STOCHASTIC"]
+__all__ = ["Rounding", "Flag", "Tininess", "Saturation", "P3109", "STOCHASTIC"]
 
 
 class Rounding(str, enum.Enum):
@@ -119,24 +119,28 @@ class Saturation(str, enum.Enum):
     ``SAT_FINITE``     every result beyond ±max, infinities included, is ±max
     ``SAT_PROPAGATE``  finite results beyond ±max are ±max; infinities stay
                        infinite (±max in a format without infinity)
-    ``OVF_INF``        results beyond ±max overflow to ±inf as the rounding
-                       mode directs (±max in a format without infinity: never NaN)
+    ``SAT_NONE``       results beyond ±max overflow to ±inf as the rounding
+                       mode directs (±max in a format without infinity: never
+                       NaN); the Interim Report v4.0's name, ``OVF_INF``
+                       (``"ovfinf"``, release 3's OvfInf) is the same member
 
     Names are read case-insensitively (``"SatPropagate"``).  The table of
     what each mode gives is in spec/rounding.md, rule 4.
 
-    >>> Saturation("SatPropagate")
-    <Saturation.SAT_PROPAGATE: 'satpropagate'>
+    >>> Saturation("SatPropagate"), Saturation("OvfInf")
+    (<Saturation.SAT_PROPAGATE: 'satpropagate'>, <Saturation.SAT_NONE: 'satnone'>)
     """
 
     SAT_FINITE = "satfinite"
     SAT_PROPAGATE = "satpropagate"
-    OVF_INF = "ovfinf"
+    SAT_NONE = "satnone"
+    OVF_INF = "satnone"  # (an alias: release 3's name)
 
     @classmethod
     def _missing_(cls, value: object) -> Saturation | None:
         if isinstance(value, str):
             key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+            key = _SATURATION_ALIASES.get(key, key)
             for member in cls:
                 if member.value == key:
                     return member
@@ -146,7 +150,49 @@ class Saturation(str, enum.Enum):
         return self.value
 
 
-SATURATION_NAMES = "False, True, 'satfinite' (= True), 'satpropagate', 'ovfinf'"
+_SATURATION_ALIASES = {"ovfinf": "satnone"}
+
+SATURATION_NAMES = ("False, True, 'satfinite' (= True), 'satpropagate', 'satnone' "
+                    "(or 'ovfinf')")
+
+
+class P3109(str, enum.Enum):
+    """Which text of IEEE P3109 decides the rules that P3109 formats add to
+    IEEE 754's (a context's ``p3109`` setting; spec/p3109.md has the table):
+
+    ``V4_0``       the Interim Report v4.0 (June 2026), the default
+    ``RELEASE_3``  the Interim Report's release 3 (v3.0.1, July 2025)
+    ``IEEE``       IEEE 754's rules on P3109 formats (fpsim before the
+                   setting existed): x/0 is ±inf, a negative value into an
+                   unsigned format the NaN, round to odd never overflows to inf
+
+    The names accepted are ``"v4.0"`` (``"4.0"``, ``"v4"``), ``"3"``
+    (``"v3"``, ``"release3"``, ``"v3.0.1"``) and ``"ieee"``.
+
+    >>> P3109("v4"), P3109("release 3")
+    (<P3109.V4_0: 'v4.0'>, <P3109.RELEASE_3: '3'>)
+    """
+
+    V4_0 = "v4.0"
+    RELEASE_3 = "3"
+    IEEE = "ieee"
+
+    @classmethod
+    def _missing_(cls, value: object) -> P3109 | None:
+        if isinstance(value, str):
+            key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+            key = {"4.0": "v4.0", "v4": "v4.0", "4": "v4.0", "v3": "3", "release3": "3",
+                   "v3.0.1": "3", "3.0.1": "3", "v3.0": "3", "3.0": "3"}.get(key, key)
+            for member in cls:
+                if member.value == key:
+                    return member
+        return None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+P3109_NAMES = "'v4.0' (default), '3' (release 3), 'ieee'"
 
 
 class Tininess(str, enum.Enum):

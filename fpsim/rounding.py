@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .modes import STOCHASTIC, Rounding, Saturation
+from .modes import P3109, STOCHASTIC, Rounding, Saturation
 
 if TYPE_CHECKING:  # pragma: no cover
     from .formats import Format
@@ -211,17 +211,19 @@ def _random(rand: Any, sr_bits: Any) -> int:
 def round_exact(fmt: Format, negative: bool, num: int, den: int, exp: int,
                 mode: Rounding, saturate: bool = False, ftz: bool = False,
                 tininess_before: bool = False, rand: int = 0,
-                sr_bits: int = 32) -> tuple[int, int]:
+                sr_bits: int = 32, p3109: P3109 = P3109.V4_0) -> tuple[int, int]:
     """Round ``(-1)**negative × num/den × 2**exp`` into ``fmt``.
 
     Returns ``(code, flags)`` with flags as an int of :class:`fpsim.Flag`
     bits.  ``rand`` is the random integer for stochastic rounding, in
-    ``[0, 2**sr_bits)``; it is ignored by the other modes.
+    ``[0, 2**sr_bits)``; it is ignored by the other modes.  ``p3109``: the
+    IEEE P3109 text whose rules apply where ``fmt`` is a P3109 format
+    (:class:`fpsim.modes.P3109`, rule 7).
     """
     if mode in STOCHASTIC:
         rand = _random(rand, sr_bits)
     return round_key(fmt, negative, num, den, exp,
-                     (mode, saturate, ftz, False, tininess_before, sr_bits), rand)
+                     (mode, saturate, ftz, False, tininess_before, sr_bits, None, p3109), rand)
 
 
 # The last places a ties-to-even rounding discards, by their count, for the
@@ -234,8 +236,8 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
               key: tuple[Any, ...], rand: int = 0) -> tuple[int, int]:
     """The kernel: :func:`round_exact` with the settings given as a
     context's key ``(mode, saturate, ftz, daz, tininess_before, sr_bits,
-    ...)`` (``daz`` and what follows ``sr_bits`` are not read), so that
-    operations pass their context's settings in one argument.
+    nan, p3109)`` (``daz`` and ``nan`` are not read), so that operations
+    pass their context's settings in one argument.
 
     >>> from fpsim.formats import FP16
     >>> from fpsim.context import Context
@@ -289,6 +291,8 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
             return nan_or_error(fmt, negative, "zero"), INVALID
         return (negative_zero if negative else 0), 0
     if negative and not sign_bit:
+        if fmt.p3109 and key[7] is not _IEEE_RULES:
+            return _negative_unsigned(fmt, num, exp, key, rand)
         return nan_or_error(fmt, negative, "a negative value"), INVALID
     e = exp + n - 1
     if e < emin and subnormals:
@@ -301,7 +305,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
     code = (q << m) + kept - base
 
     if code > max_code:
-        return _overflow(fmt, negative, mode, key[1]), OVERFLOW | INEXACT
+        return _overflow(fmt, negative, mode, key[1], key[7]), OVERFLOW | INEXACT
 
     if e < emin:
         if key[4]:  # tininess before rounding
@@ -335,14 +339,22 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
     return code, flags
 
 
-def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any) -> int:
-    """The code of a finite result beyond ±max (rule 4)."""
+def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any,
+              rules: Any = None) -> int:
+    """The code of a finite result beyond ±max (rule 4; rule 7 for round to
+    odd into a P3109 format under ``rules``)."""
     if mode is _RUP:
         to_inf = not negative
     elif mode is _RDN:
         to_inf = negative
+    elif mode is _RTO:
+        # P3109 (v4.0 §4.7.5; release 3 has no round to odd, v4.0's rule
+        # serves): under SatNone, round to odd beyond the largest value of a
+        # signed extended format is ±inf (±max elsewhere)
+        to_inf = (saturate is _SAT_NONE and fmt.p3109 and fmt.signed and rules is not None
+                  and rules is not _IEEE_RULES)
     else:
-        to_inf = mode is not _RTZ and mode is not _RTO
+        to_inf = mode is not _RTZ
     sign = fmt.sign_bit if negative else 0
     if not to_inf or saturate is True or saturate is _SAT_PROPAGATE:
         return sign | fmt.max_code
@@ -354,7 +366,7 @@ def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any) -> int
 
 
 def infinity_code(fmt: Format, negative: bool, saturate: Any,
-                  computed: int = 0) -> tuple[int, int]:
+                  computed: int = 0, rules: Any = P3109.V4_0) -> tuple[int, int]:
     """The code and flags that an infinity of the given sign gives in
     ``fmt``: an infinite operand converted (``computed`` 0) or an exact
     infinite result of finite operands (``computed``: the flag of the
@@ -366,7 +378,8 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
     An infinity delivered raises ``computed`` alone; one that cannot stay
     infinite raises ``computed`` or, for an operand (as a float -> int
     conversion), INVALID.  -inf in an unsigned format is the NaN with
-    INVALID, as any negative result there.
+    INVALID, as any negative result there, except in a P3109 format under
+    P3109 ``rules`` (rule 7): SatFinite and SatPropagate give 0 there.
 
     >>> from fpsim.formats import E4M3, FP16
     >>> infinity_code(E4M3, False, False), infinity_code(E4M3, False, Saturation.OVF_INF)
@@ -375,6 +388,11 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
     ((64512, 0), (64511, 2))
     """
     if negative and not fmt.signed:
+        # P3109: SatFinite gives the lower bound 0; so does SatPropagate in
+        # v4.0 (release 3 leaves -inf there, which no unsigned code holds)
+        if fmt.p3109 and rules is not _IEEE_RULES and (
+                saturate is True or saturate is _SAT_PROPAGATE and rules is not _RELEASE_3):
+            return 0, computed or INVALID
         return nan_or_error(fmt, negative, "-inf"), INVALID
     sign = fmt.sign_bit if negative else 0
     if fmt.has_inf and saturate is not True:
@@ -386,6 +404,30 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
 
 
 _SAT_PROPAGATE = Saturation.SAT_PROPAGATE
+_SAT_NONE = Saturation.SAT_NONE
+_IEEE_RULES, _RELEASE_3 = P3109.IEEE, P3109.RELEASE_3
+
+
+def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
+                       rand: int) -> tuple[int, int]:
+    """A negative nonzero value ``num × 2**exp`` into an unsigned P3109
+    format under P3109 rules (rule 7): rounded first, as the magnitude of a
+    negative value is (toward positive is toward zero there); a result of
+    0 is 0, in every saturation mode; a negative result is the lower bound 0
+    under SatFinite and SatPropagate, and under SatNone (and ``False``) where
+    the mode rounds toward zero or toward positive, else the NaN (INVALID);
+    under release 3 0 in every mode.  0 for a negative value raises INEXACT
+    (the value changed)."""
+    mode = key[0]
+    mirrored = _RDN if mode is _RUP else _RUP if mode is _RDN else mode
+    code, flags = round_key(fmt, False, num, 1, exp, (mirrored, *key[1:]), rand)
+    if code == 0:
+        return 0, flags
+    sat = key[1]
+    if (sat is True or sat is _SAT_PROPAGATE or mode is _RTZ or mode is _RUP
+            or key[7] is _RELEASE_3):
+        return 0, INEXACT
+    return nan_code(fmt, True), INVALID
 
 
 def nan_code(fmt: Format, negative: bool) -> int:

@@ -25,7 +25,7 @@ from ._digits import int_to_digits
 from .context import Context, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
 from .formats import format as _lookup
-from .modes import STOCHASTIC
+from .modes import P3109, STOCHASTIC
 from .nans import IEEE, NanPolicy, convert_nan, default_nan
 from .rounding import (
     INVALID,
@@ -514,7 +514,7 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
         key = ctx._key
     else:
         ctx, key = resolve(ctx, overrides)
-    mode, saturate, ftz, daz, before, sr_bits, nan = key
+    mode, saturate, ftz, daz, before, sr_bits, nan, _rules = key
 
     if mode in STOCHASTIC:
         if random_bits is None:
@@ -545,7 +545,8 @@ def round_to(fmt: Format, x: Any, ctx: Context | None, overrides: dict[str, Any]
             src = parse.exact(x)
         if src[0] == "code":
             src = _operand(src[1], src[2], daz)
-        code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits, nan)
+        code, flags = _round_parsed(fmt, src, mode, saturate, ftz, before, rand, sr_bits, nan,
+                                    _rules)
     if flags:
         ctx._flags[0] |= flags
     return _make(fmt, code)
@@ -571,16 +572,16 @@ def _operand(fmt: Format, code: int, daz: bool) -> tuple[Any, ...]:
 
 def _round_parsed(fmt: Format, src: tuple[Any, ...], mode: Any, saturate: Any,
                   ftz: bool, before: bool, rand: int, sr_bits: int,
-                  nan: NanPolicy = IEEE) -> tuple[int, int]:
+                  nan: NanPolicy = IEEE, rules: P3109 = P3109.V4_0) -> tuple[int, int]:
     kind = src[0]
     if kind == "finite":
         _, negative, num, den, exp = src
         return round_exact(fmt, negative, num, den, exp, mode, saturate, ftz, before,
-                           rand, sr_bits)
+                           rand, sr_bits, rules)
     if kind == "inf":
         # Infinity is no rounding of any finite value: clamping it is not an
         # overflow but an invalid conversion (as float -> int is).
-        return infinity_code(fmt, src[1], saturate)
+        return infinity_code(fmt, src[1], saturate, 0, rules)
     if kind == "nan":
         _, src_fmt, payload = src
         if src_fmt is None:  # a NaN literal: the sign as written, no payload

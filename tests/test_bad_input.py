@@ -138,7 +138,7 @@ def test_unknown_saturation_mode(value):
         with pytest.raises(ValueError) as info:
             call()
         assert f"unknown saturation mode {value!r}" in str(info.value)
-        assert "'satpropagate', 'ovfinf'" in str(info.value)
+        assert "'satpropagate', 'satnone' (or 'ovfinf')" in str(info.value)
 
 
 @pytest.mark.parametrize("value", ["during", "", None, 1, "afterwards"])

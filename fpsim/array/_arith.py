@@ -39,7 +39,7 @@ from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
-from ..modes import STOCHASTIC, Rounding, Tininess
+from ..modes import P3109, STOCHASTIC, Rounding, Tininess
 from ..nans import default_nan
 from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code
 from . import _native as native
@@ -576,9 +576,9 @@ def _scalar_chunk(op: str, fmt: Format, cs: list[np.ndarray], key: tuple[Any, ..
     """The scalar model, element by element (settings the integers cannot hold)."""
     from .. import arith
 
-    mode, saturate, ftz, daz, before, sr_bits, nan = key
+    mode, saturate, ftz, daz, before, sr_bits, nan, rules = key
     ctx = Context(rounding=mode, saturate=saturate, ftz=ftz, daz=daz, sr_bits=sr_bits, nan=nan,
-                  tininess=Tininess.BEFORE if before else Tininess.AFTER)
+                  tininess=Tininess.BEFORE if before else Tininess.AFTER, p3109=rules)
     fn = getattr(arith, op)
     make = fmt.from_bits
     n = cs[0].shape[0]
@@ -629,8 +629,8 @@ class _Result:
         """Exact infinite results, as :func:`fpsim.arith._infinity`."""
         if not where.any():
             return
-        (pos, pos_flags), (neg, neg_flags) = (infinity_code(self.fmt, s, self.key[1], computed)
-                                              for s in (False, True))
+        (pos, pos_flags), (neg, neg_flags) = (
+            infinity_code(self.fmt, s, self.key[1], computed, self.key[7]) for s in (False, True))
         code = np.where(negative, U64(neg), U64(pos))
         flags = np.where(negative, U8(neg_flags), U8(pos_flags))
         self.codes[where] = np.broadcast_to(code, where.shape)[where]
@@ -749,8 +749,11 @@ def _div_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
     res.invalid(ok & inf_a & inf_b)                              # inf / inf
     res.infinity(ok & inf_a & ~inf_b, negative)
     by_zero = ok & ~inf_a & ~inf_b & (sb == 0)
-    res.invalid(by_zero & (sa == 0))                             # 0 / 0
-    res.infinity(by_zero & (sa != 0), negative, DIVIDE_BY_ZERO)
+    if fmt.p3109 and key[7] is not P3109.IEEE:  # P3109: x / 0 is NaN (rule 7)
+        res.invalid(ok & ~inf_b & (sb == 0))
+    else:
+        res.invalid(by_zero & (sa == 0))                         # 0 / 0
+        res.infinity(by_zero & (sa != 0), negative, DIVIDE_BY_ZERO)
     over_inf = ok & ~inf_a & inf_b                               # finite / inf = 0
     finite = ok & ~inf_a & ~by_zero
     extra = key[5] + 1 if key[0] in STOCHASTIC else 0

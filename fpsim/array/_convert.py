@@ -95,12 +95,12 @@ def decode(codes: Any, fmt: Format | str) -> np.ndarray:
 
 def _specials_codes(fmt: Format, src: Format, codes: np.ndarray, is_nan: np.ndarray,
                     is_inf: np.ndarray, negative: np.ndarray, saturate: bool,
-                    nan: Any) -> tuple[np.ndarray, np.ndarray]:
+                    nan: Any, rules: Any) -> tuple[np.ndarray, np.ndarray]:
     """Codes and flags for NaN and infinite inputs (:mod:`fpsim.value` rules)."""
     out = np.zeros(codes.shape, U64)
     flags = np.zeros(codes.shape, np.uint8)
     if is_inf.any():
-        (pos, pos_flags), (neg, neg_flags) = (infinity_code(fmt, s, saturate)
+        (pos, pos_flags), (neg, neg_flags) = (infinity_code(fmt, s, saturate, 0, rules)
                                               for s in (False, True))
         out = np.where(is_inf, np.where(negative, U64(neg), U64(pos)), out)
         flags = np.where(is_inf, np.where(negative, neg_flags, pos_flags), flags).astype(np.uint8)
@@ -246,7 +246,8 @@ def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any
     finite = ~(is_nan | is_inf)
     if key[3] and source.subnormals:  # daz
         sig = np.where(finite & (sig < U64(1 << source.mantissa_bits)), U64(0), sig)
-    out, flags = _specials_codes(fmt, source, codes, is_nan, is_inf, negative, key[1], key[6])
+    out, flags = _specials_codes(fmt, source, codes, is_nan, is_inf, negative, key[1], key[6],
+                                 key[7])
     round_values(fmt, negative, sig, exp, sticky, key, rand, out, flags, finite)
     return out, flags
 

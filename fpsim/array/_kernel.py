@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, Specials
-from ..modes import STOCHASTIC, Rounding
+from ..modes import P3109, STOCHASTIC, Rounding, Saturation
 from ..nans import NanPolicy
 from ..rounding import (
     INEXACT,
@@ -206,7 +206,7 @@ def _stochastic_up_exact(mode: Rounding, rem: np.ndarray, shift: np.ndarray,
 
 def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.ndarray,
                  sticky: np.ndarray | None, mode: Rounding, saturate: bool, ftz: bool,
-                 before: bool, rand: np.ndarray | None, sr_bits: int
+                 before: bool, rand: np.ndarray | None, sr_bits: int, rules: Any = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Vectorized :func:`fpsim.rounding.round_exact` for nonzero ``sig``:
     ``(codes as uint64, flags as uint8)``."""
@@ -246,7 +246,7 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
 
     over = code > max_code
     if over.any():
-        code = np.where(over, _overflow_codes(fmt, negative, mode, saturate), code)
+        code = np.where(over, _overflow_codes(fmt, negative, mode, saturate, rules), code)
         flags = np.where(over, OVERFLOW | INEXACT, flags).astype(U8)
     signed = np.where(code == 0, negative_zero, sign_bit)
     # Overflow codes already carry their sign (NaN codes may have no sign bit).
@@ -255,9 +255,9 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
 
 
 def _overflow_codes(fmt: Format, negative: np.ndarray, mode: Rounding,
-                    saturate: bool) -> np.ndarray:
-    pos = _overflow(fmt, False, mode, saturate)
-    neg = _overflow(fmt, True, mode, saturate)
+                    saturate: bool, rules: Any = None) -> np.ndarray:
+    pos = _overflow(fmt, False, mode, saturate, rules)
+    neg = _overflow(fmt, True, mode, saturate, rules)
     return np.where(negative, neg, pos).astype(I64)
 
 
@@ -266,7 +266,7 @@ def round_values(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
                  out: np.ndarray, flags: np.ndarray, where: np.ndarray) -> None:
     """Round the exact values selected by ``where`` (zeros included) into
     ``out`` and ``flags``, as :func:`fpsim.rounding.round_exact` would."""
-    mode, saturate, ftz, _daz, before, sr_bits, _nan = key
+    mode, saturate, ftz, _daz, before, sr_bits, _nan, rules = key
     zero = where & (sig == 0)
     if zero.any():
         if fmt.has_zero:
@@ -282,21 +282,44 @@ def round_values(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
     if not fmt.signed:
         bad = nonzero & negative
         if bad.any():
-            out[bad] = nan_or_error(fmt, False, "a negative value")
-            flags[bad] = INVALID
+            if fmt.p3109 and rules is not P3109.IEEE:
+                _negative_unsigned(fmt, sig, exp, sticky, key, rand, out, flags, bad)
+            else:
+                out[bad] = nan_or_error(fmt, False, "a negative value")
+                flags[bad] = INVALID
             nonzero &= ~bad
     if nonzero.all():
         c, f = round_finite(fmt, negative, sig, exp, sticky, mode, saturate, ftz, before,
-                            rand, sr_bits)
+                            rand, sr_bits, rules)
         out[...] = c
         flags[...] = f
     elif nonzero.any():
         idx = np.nonzero(nonzero)[0]
         c, f = round_finite(fmt, negative[idx], sig[idx], exp[idx],
                             None if sticky is None else sticky[idx], mode, saturate, ftz,
-                            before, None if rand is None else rand[idx], sr_bits)
+                            before, None if rand is None else rand[idx], sr_bits, rules)
         out[idx] = c
         flags[idx] = f
+
+
+def _negative_unsigned(fmt: Format, sig: np.ndarray, exp: np.ndarray,
+                       sticky: np.ndarray | None, key: tuple[Any, ...],
+                       rand: np.ndarray | None, out: np.ndarray, flags: np.ndarray,
+                       bad: np.ndarray) -> None:
+    """Vectorized :func:`fpsim.rounding._negative_unsigned`: the negative
+    nonzero values selected by ``bad`` into an unsigned P3109 format."""
+    mode, saturate, ftz, _daz, before, sr_bits = key[:6]
+    mirrored = Rounding.RDN if mode is Rounding.RUP else (
+        Rounding.RUP if mode is Rounding.RDN else mode)
+    idx = np.nonzero(bad)[0]
+    c, f = round_finite(fmt, np.zeros(idx.size, bool), sig[idx], exp[idx],
+                        None if sticky is None else sticky[idx], mirrored, saturate, ftz,
+                        before, None if rand is None else rand[idx], sr_bits, key[7])
+    clamp = (saturate is True or saturate is Saturation.SAT_PROPAGATE
+             or mode is Rounding.RTZ or mode is Rounding.RUP or key[7] is P3109.RELEASE_3)
+    zero = c == 0
+    out[idx] = np.where(zero | clamp, U64(0), U64(nan_code(fmt, True)))
+    flags[idx] = np.where(zero, f, INEXACT if clamp else INVALID)
 
 
 def nan_results(fmt: Format, operands: list[np.ndarray], nans: list[np.ndarray],

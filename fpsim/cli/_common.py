@@ -241,16 +241,24 @@ def rounding_options(parser: Any, daz: bool = True, whose: str = "") -> None:
 
 def saturation_options(parser: Any, whose: str = "") -> None:
     """``--saturate`` (P3109's SatFinite) or ``--saturation MODE`` by the
-    report's name: both set ``args.saturate`` (False by default)."""
+    report's name: both set ``args.saturate`` (False by default); and
+    ``--p3109 TEXT``, the P3109 text whose rules P3109 formats follow
+    (``args.p3109``, "v4.0" by default)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--saturate", action="store_const", const=True, dest="saturate",
                        help=f"{whose}clamp overflow (and inf) to ±max (P3109 SatFinite)")
     group.add_argument("--saturation", dest="saturate", metavar="MODE", type=str.lower,
-                       choices=["satfinite", "satpropagate", "ovfinf"],
+                       choices=["satfinite", "satpropagate", "satnone", "ovfinf"],
                        help=f"{whose}IEEE P3109 saturation mode: satfinite (= --saturate), "
-                            "satpropagate (clamp finite overflow, keep inf), ovfinf "
-                            "(overflow to inf; max where the format has none)")
+                            "satpropagate (clamp finite overflow, keep inf), satnone "
+                            "(release 3's ovfinf: overflow to inf; max where the format "
+                            "has none)")
     parser.set_defaults(saturate=False)
+    parser.add_argument("--p3109", metavar="TEXT", type=str.lower, default="v4.0",
+                        choices=["v4.0", "3", "ieee"],
+                        help=f"{whose}the IEEE P3109 text whose rules P3109 formats follow: "
+                             "v4.0 (default), 3 (release 3) or ieee (IEEE 754's: x/0 is "
+                             "inf, a negative value into an unsigned format NaN)")
 
 
 def tolerance_options(parser: Any) -> None:
@@ -328,7 +336,7 @@ def testfloat_context(args: argparse.Namespace, nan: str | None) -> Any:
 
     return Context(rounding=args.rounding, tininess=args.tininess, saturate=args.saturate,
                    ftz=args.ftz, daz=args.daz, sr_bits=args.sr_bits,
-                   nan=nan if nan is not None else "ieee")
+                   nan=nan if nan is not None else "ieee", p3109=args.p3109)
 
 
 # Packed and tiled dumps (fpsim.testing.packing names the same values).

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         if args.value is None:
             raise UsageError("explain needs a VALUE (e.g. 1e-5) or --bits 0x3C00")
         report = explain(args.value, args.fmt, rounding=args.rounding, saturate=args.saturate,
-                         ftz=args.ftz, tininess=args.tininess, seed=args.seed)
+                         ftz=args.ftz, tininess=args.tininess, seed=args.seed,
+                         p3109=args.p3109)
     emit(json.dumps(report, indent=2) if args.json else render(report, exact=args.exact))
     return 0
 

@@ -154,5 +154,6 @@ def _options(args: argparse.Namespace, op: Any) -> dict[str, Any]:
         kw[name] = value
     if op.name == "cast" and "out" not in kw:
         raise ValueError("cast needs the output format: --out-fmt FMT")
-    kw.update(rounding=args.rounding, saturate=args.saturate, ftz=args.ftz, daz=args.daz)
+    kw.update(rounding=args.rounding, saturate=args.saturate, ftz=args.ftz, daz=args.daz,
+              p3109=args.p3109)
     return kw

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep._task import DEFAULT_CHUNK
 
     ctx = Context(rounding=args.rounding, saturate=args.saturate, ftz=args.ftz, daz=args.daz,
-                  nan=args.nan_policy)
+                  nan=args.nan_policy, p3109=args.p3109)
     show = sys.stderr is not None and sys.stderr.isatty() and not args.no_progress
     bar = _Bar(sys.stderr) if show else None
     try:

@@ -47,7 +47,7 @@ from ..array import _native
 from ..array.engine import DEFAULT_CHUNK, check_flag, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import FP32, Format
-from ..modes import STOCHASTIC, Rounding
+from ..modes import P3109, STOCHASTIC, Rounding
 from ..rounding import DIVIDE_BY_ZERO, INEXACT
 from ..scalar_steps import finish as _finish
 from ..scalar_steps import infinity as _infinity
@@ -122,6 +122,8 @@ def _at_zero(name: str, env: Any, fmt: Format, negative: bool) -> Float:
         return _finish(env, fmt, negative, 0, 1, 0)
     if name == "log":
         return _infinity(env, fmt, True, computed=DIVIDE_BY_ZERO)
+    if fmt.p3109 and env[1][7] is not P3109.IEEE:
+        return _invalid(env, fmt)  # P3109 (rule 7): RSqrt(X <= 0) is NaN
     return _infinity(env, fmt, negative, computed=DIVIDE_BY_ZERO)  # rsqrt(±0) = ±inf
 
 
