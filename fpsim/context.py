@@ -274,10 +274,10 @@ def _check_bool(name: str) -> Any:
 def check_saturate(value: Any) -> bool | Saturation:
     """A ``saturate`` setting, normalized: ``False``, ``True`` (P3109's
     SatFinite, also accepted by that name), or :attr:`Saturation.SAT_PROPAGATE`
-    / :attr:`Saturation.OVF_INF`.
+    / :attr:`Saturation.SAT_NONE` (release 3's ``"ovfinf"`` too).
 
     >>> check_saturate("SatFinite"), check_saturate("ovfinf")
-    (True, <Saturation.OVF_INF: 'ovfinf'>)
+    (True, <Saturation.SAT_NONE: 'satnone'>)
     """
     if isinstance(value, bool):
         return value

@@ -27,7 +27,9 @@ class Rounding(str, enum.Enum):
     ``RTZ``  roundTowardZero
     ``RUP``  roundTowardPositive
     ``RDN``  roundTowardNegative
-    ``RAZ``  round away from zero (IEEE P3109's ``TowardMaxMagnitude``)
+    ``RAZ``  round away from zero (no IEEE P3109 Interim Report defines it;
+             the name ``TowardMaxMagnitude``, used in some P3109 code, is
+             accepted)
     ``RTO``  round to odd (truncate, then set the last bit if inexact)
     ``SR``   stochastic rounding with ``sr_bits`` random bits: P3109's
              ``StochasticA`` (see :mod:`fpsim.rounding` for the exact rule)
