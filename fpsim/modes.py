@@ -163,19 +163,23 @@ class P3109(str, enum.Enum):
     IEEE 754's (a context's ``p3109`` setting; spec/p3109.md has the table):
 
     ``V4_0``       the Interim Report v4.0 (June 2026), the default
+    ``V3_2_1``     the Interim Report v3.2.1 (January 2026), which the working
+                   group's C++ reference (awf/p3109-cpp) follows
     ``RELEASE_3``  the Interim Report's release 3 (v3.0.1, July 2025)
     ``IEEE``       IEEE 754's rules on P3109 formats (fpsim before the
                    setting existed): x/0 is ±inf, a negative value into an
                    unsigned format the NaN, round to odd never overflows to inf
 
-    The names accepted are ``"v4.0"`` (``"4.0"``, ``"v4"``), ``"3"``
-    (``"v3"``, ``"release3"``, ``"v3.0.1"``) and ``"ieee"``.
+    The names accepted are ``"v4.0"`` (``"4.0"``, ``"v4"``), ``"v3.2.1"``
+    (``"3.2.1"``), ``"3"`` (``"v3"``, ``"release3"``, ``"v3.0.1"``) and
+    ``"ieee"``.
 
     >>> P3109("v4"), P3109("release 3")
     (<P3109.V4_0: 'v4.0'>, <P3109.RELEASE_3: '3'>)
     """
 
     V4_0 = "v4.0"
+    V3_2_1 = "v3.2.1"
     RELEASE_3 = "3"
     IEEE = "ieee"
 
@@ -184,7 +188,8 @@ class P3109(str, enum.Enum):
         if isinstance(value, str):
             key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
             key = {"4.0": "v4.0", "v4": "v4.0", "4": "v4.0", "v3": "3", "release3": "3",
-                   "v3.0.1": "3", "3.0.1": "3", "v3.0": "3", "3.0": "3"}.get(key, key)
+                   "v3.0.1": "3", "3.0.1": "3", "v3.0": "3", "3.0": "3",
+                   "3.2.1": "v3.2.1"}.get(key, key)
             for member in cls:
                 if member.value == key:
                     return member
@@ -194,7 +199,7 @@ class P3109(str, enum.Enum):
         return self.value
 
 
-P3109_NAMES = "'v4.0' (default), '3' (release 3), 'ieee'"
+P3109_NAMES = "'v4.0' (default), 'v3.2.1', '3' (release 3), 'ieee'"
 
 
 class Tininess(str, enum.Enum):

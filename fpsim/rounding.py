@@ -43,6 +43,15 @@ The rules, in the order they are applied:
    With ``ftz`` a tiny result is replaced by a zero of its sign and raises
    UNDERFLOW and INEXACT.
 6. **Inexact** whenever the result differs from the exact value.
+7. **IEEE P3109's rules** for results in P3109 formats (``Format.p3109``),
+   under the context's ``p3109`` text ("v4.0", "3"; not "ieee";
+   spec/p3109.md): a negative value into an unsigned format is rounded as
+   a magnitude first; 0 stays 0, anything else becomes the lower bound 0
+   or the NaN as the saturation mode and the rounding direction say
+   (:func:`_negative_unsigned`); round to odd beyond ±max in a signed
+   extended format gives ±inf under SatNone; -inf into an unsigned format
+   is 0 under SatFinite (and SatPropagate in v4.0).  Division by zero is
+   the operations' (:mod:`fpsim.arith`).
 
 >>> from fpsim.formats import FP16, E4M3
 >>> from fpsim.modes import Rounding
@@ -350,9 +359,10 @@ def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any,
     elif mode is _RTO:
         # P3109 (v4.0 §4.7.5; release 3 has no round to odd, v4.0's rule
         # serves): under SatNone, round to odd beyond the largest value of a
-        # signed extended format is ±inf (±max elsewhere)
-        to_inf = (saturate is _SAT_NONE and fmt.p3109 and fmt.signed and rules is not None
-                  and rules is not _IEEE_RULES)
+        # signed extended format is ±inf (±max elsewhere; v3.2.1: +inf in an
+        # unsigned extended format too)
+        to_inf = (saturate is _SAT_NONE and fmt.p3109 and rules is not None
+                  and rules is not _IEEE_RULES and (fmt.signed or rules is _V3_2_1))
     else:
         to_inf = mode is not _RTZ
     sign = fmt.sign_bit if negative else 0
@@ -389,9 +399,11 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
     """
     if negative and not fmt.signed:
         # P3109: SatFinite gives the lower bound 0; so does SatPropagate in
-        # v4.0 (release 3 leaves -inf there, which no unsigned code holds)
+        # v4.0 and v3.2.1 (release 3 leaves -inf there, which no unsigned code
+        # holds), and v3.2.1's third mode
         if fmt.p3109 and rules is not _IEEE_RULES and (
-                saturate is True or saturate is _SAT_PROPAGATE and rules is not _RELEASE_3):
+                saturate is True or saturate is _SAT_PROPAGATE and rules is not _RELEASE_3
+                or rules is _V3_2_1):
             return 0, computed or INVALID
         return nan_or_error(fmt, negative, "-inf"), INVALID
     sign = fmt.sign_bit if negative else 0
@@ -405,7 +417,7 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
 
 _SAT_PROPAGATE = Saturation.SAT_PROPAGATE
 _SAT_NONE = Saturation.SAT_NONE
-_IEEE_RULES, _RELEASE_3 = P3109.IEEE, P3109.RELEASE_3
+_IEEE_RULES, _RELEASE_3, _V3_2_1 = P3109.IEEE, P3109.RELEASE_3, P3109.V3_2_1
 
 
 def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
@@ -416,7 +428,7 @@ def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
     0 is 0, in every saturation mode; a negative result is the lower bound 0
     under SatFinite and SatPropagate, and under SatNone (and ``False``) where
     the mode rounds toward zero or toward positive, else the NaN (INVALID);
-    under release 3 0 in every mode.  0 for a negative value raises INEXACT
+    under release 3 and v3.2.1 0 in every mode.  0 for a negative value raises INEXACT
     (the value changed)."""
     mode = key[0]
     mirrored = _RDN if mode is _RUP else _RUP if mode is _RDN else mode
@@ -425,7 +437,7 @@ def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
         return 0, flags
     sat = key[1]
     if (sat is True or sat is _SAT_PROPAGATE or mode is _RTZ or mode is _RUP
-            or key[7] is _RELEASE_3):
+            or key[7] is _RELEASE_3 or key[7] is _V3_2_1):
         return 0, INEXACT
     return nan_code(fmt, True), INVALID
 

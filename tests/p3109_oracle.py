@@ -1,14 +1,14 @@
 """The tests' oracle for IEEE P3109: the Interim Report's own definitions,
 transcribed rule by rule with Fractions and integers, for v4.0 (26 June
-2026) and release 3 (v3.0, 29 July 2025).
+2026), v3.2.1 (12 January 2026) and release 3 (v3.0, 29 July 2025).
 
 Never imports fpsim.  Each function cites the section it transcribes:
 
 * v4.0 §4.7.2 ``ωDecode`` (release 3 §4.7.1): codes to values;
 * v4.0 §4.7.4 ``ωRoundToPrecision`` (release 3 §4.7.3): rounding with an
   unbounded exponent above and ``max(., 1 - B)`` below (subnormals);
-* v4.0 §4.7.5 ``ωSaturate`` (release 3 §4.7.4 ``Saturate``): the saturation
-  modes' table, verbatim;
+* v4.0 §4.7.5 ``ωSaturate`` (v3.2.1 §4.9.4, release 3 §4.7.4
+  ``Saturate``): the saturation modes' table, verbatim;
 * v4.0 §4.7.3 ``ωProject``: round, then saturate, then encode;
 * v4.0 §4.10.3-§4.10.5 (release 3 §4.9.3-§4.9.5): the special cases of Add,
   Subtract, Multiply and Divide.
@@ -27,7 +27,7 @@ import functools
 from fractions import Fraction
 
 INF, NINF, NAN = "+inf", "-inf", "nan"
-TEXTS = ("v4.0", "3")
+TEXTS = ("v4.0", "v3.2.1", "3")
 SATURATIONS = ("SatFinite", "SatPropagate", "SatNone")
 MODES_V4 = ("rne", "rna", "rtz", "rup", "rdn", "rto")
 MODES_R3 = ("rne", "rna", "rtz", "rup", "rdn")
@@ -212,6 +212,35 @@ def saturate_v4(sat: str, mode: str, x: Fraction | str, signed: bool, extended: 
     return INF if extended else m_hi                                # 46-47
 
 
+def saturate_v321(sat: str, mode: str, x: Fraction | str, signed: bool, extended: bool,
+                  m_lo: Fraction, m_hi: Fraction) -> Fraction | str:
+    """v3.2.1 §4.9.4 ωSaturate (p.21), rule by rule; its third mode OvfInf
+    is passed as ``"SatNone"``.  (v3.2.1's Project calls any mode but
+    SatFinite an error for finite formats, yet its Saturate defines the
+    results, which are these.)"""
+    if x == NAN:
+        return NAN
+    if isinstance(x, Fraction) and m_lo <= x <= m_hi:
+        return x
+    below = x == NINF or (isinstance(x, Fraction) and x <= m_lo)
+    if sat == "SatFinite":
+        return m_lo if below else m_hi
+    if x == INF:
+        return INF if extended else m_hi
+    if x == NINF:
+        return NINF if signed and extended else m_lo
+    if sat == "SatPropagate":
+        return m_lo if below else m_hi
+    assert sat == "SatNone"
+    if below and mode in ("rtz", "rup"):
+        return m_lo
+    if not below and mode in ("rtz", "rdn"):
+        return m_hi
+    if below:
+        return NINF if signed and extended else m_lo
+    return INF if extended else m_hi
+
+
 def saturate_r3(sat: str, mode: str, x: Fraction | str, signed: bool, extended: bool,
                 m_lo: Fraction, m_hi: Fraction) -> Fraction | str | None:
     """Release 3 §4.7.4 Saturate (v3.0 p.17), rule by rule, with the error
@@ -262,7 +291,7 @@ def project(fmt: P3109Format, x: Fraction | str, mode: str, sat: str, text: str 
     if x == NAN:
         return fmt.nan
     rounded = round_to_precision(x, fmt.p, fmt.bias, mode, r, n)
-    saturate = saturate_v4 if text == "v4.0" else saturate_r3
+    saturate = SATURATE[text]
     s = saturate(sat, mode, rounded, fmt.signed, fmt.extended, fmt.m_lo, fmt.m_hi)
     if s is None:
         return None
@@ -323,3 +352,7 @@ def eight_bit_formats() -> tuple[P3109Format, ...]:
             for extended in (True, False):
                 out.append(P3109Format(8, p, signed, extended))
     return tuple(out)
+
+
+#: Each text's Saturate.
+SATURATE = {"v4.0": saturate_v4, "v3.2.1": saturate_v321, "3": saturate_r3}

@@ -316,7 +316,8 @@ def _negative_unsigned(fmt: Format, sig: np.ndarray, exp: np.ndarray,
                         None if sticky is None else sticky[idx], mirrored, saturate, ftz,
                         before, None if rand is None else rand[idx], sr_bits, key[7])
     clamp = (saturate is True or saturate is Saturation.SAT_PROPAGATE
-             or mode is Rounding.RTZ or mode is Rounding.RUP or key[7] is P3109.RELEASE_3)
+             or mode is Rounding.RTZ or mode is Rounding.RUP
+             or key[7] is P3109.RELEASE_3 or key[7] is P3109.V3_2_1)
     zero = c == 0
     out[idx] = np.where(zero | clamp, U64(0), U64(nan_code(fmt, True)))
     flags[idx] = np.where(zero, f, INEXACT if clamp else INVALID)

@@ -255,9 +255,9 @@ def saturation_options(parser: Any, whose: str = "") -> None:
                             "has none)")
     parser.set_defaults(saturate=False)
     parser.add_argument("--p3109", metavar="TEXT", type=str.lower, default="v4.0",
-                        choices=["v4.0", "3", "ieee"],
+                        choices=["v4.0", "v3.2.1", "3", "ieee"],
                         help=f"{whose}the IEEE P3109 text whose rules P3109 formats follow: "
-                             "v4.0 (default), 3 (release 3) or ieee (IEEE 754's: x/0 is "
+                             "v4.0 (default), v3.2.1, 3 (release 3) or ieee (IEEE 754's: x/0 is "
                              "inf, a negative value into an unsigned format NaN)")
 
 
