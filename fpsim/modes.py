@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 __all__ = ["Rounding", "Flag", "Tininess", "Saturation", "P3109", "STOCHASTIC"]
 
@@ -140,19 +141,23 @@ class Saturation(str, enum.Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> Saturation | None:
-        if isinstance(value, str):
-            key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-            key = _SATURATION_ALIASES.get(key, key)
-            for member in cls:
-                if member.value == key:
-                    return member
-        return None
+        return _by_name(cls, value, {"ovfinf": "satnone"})
 
     def __str__(self) -> str:
         return self.value
 
 
-_SATURATION_ALIASES = {"ovfinf": "satnone"}
+def _by_name(cls: Any, value: object, aliases: dict[str, str]) -> Any:
+    """The member of ``cls`` a name means: case, spaces, ``-`` and ``_``
+    ignored, then ``aliases``; None for none."""
+    if isinstance(value, str):
+        key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+        key = aliases.get(key, key)
+        for member in cls:
+            if member.value == key:
+                return member
+    return None
+
 
 SATURATION_NAMES = ("False, True, 'satfinite' (= True), 'satpropagate', 'satnone' "
                     "(or 'ovfinf')")
@@ -185,15 +190,9 @@ class P3109(str, enum.Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> P3109 | None:
-        if isinstance(value, str):
-            key = value.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-            key = {"4.0": "v4.0", "v4": "v4.0", "4": "v4.0", "v3": "3", "release3": "3",
-                   "v3.0.1": "3", "3.0.1": "3", "v3.0": "3", "3.0": "3",
-                   "3.2.1": "v3.2.1"}.get(key, key)
-            for member in cls:
-                if member.value == key:
-                    return member
-        return None
+        return _by_name(cls, value, {"4.0": "v4.0", "v4": "v4.0", "4": "v4.0", "v3": "3",
+                                     "release3": "3", "v3.0.1": "3", "3.0.1": "3",
+                                     "v3.0": "3", "3.0": "3", "3.2.1": "v3.2.1"})
 
     def __str__(self) -> str:
         return self.value
