@@ -53,9 +53,17 @@ from typing import Any
 
 from .context import Context, _current, getcontext, resolve
 from .formats import E4M3, FP16, Format, Specials  # noqa: F401 (doctests use E4M3, FP16)
-from .modes import P3109, STOCHASTIC, Rounding
+from .modes import STOCHASTIC, Rounding
 from .nans import default_nan, propagate
-from .rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code, quantize, round_key
+from .rounding import (
+    DIVIDE_BY_ZERO,
+    INEXACT,
+    INVALID,
+    infinity_code,
+    p3109_applies,
+    quantize,
+    round_key,
+)
 from .value import FINITE, INF, QNAN, Float, _check_random_bits, _make, decoded
 
 __all__ = [
@@ -200,7 +208,6 @@ def _infinity(env: _Env, fmt: Format, negative: bool, computed: int = 0) -> Floa
 # The operations of _arith (sqrt is its own function; _special handles its
 # special cases too).  _ADD is 0 and the sums come before _MUL: the dispatch
 # relies on both.
-_IEEE_RULES = P3109.IEEE
 _ADD, _SUB, _FMA, _MUL, _DIV, _SQRT = range(6)
 _NAMES = ("add", "sub", "fma", "mul", "div", "sqrt")
 
@@ -446,7 +453,7 @@ def _special(op: int, fmt: Format, env: _Env, a: Float, b: Float, c: Float | Non
         return _infinity(env, fmt, negative)
     if ca and cb:
         return _invalid(env, fmt)  # inf / inf
-    if cb == FINITE and sb == 0 and fmt.p3109 and env[1][7] is not _IEEE_RULES:
+    if cb == FINITE and sb == 0 and p3109_applies(fmt, env[1][7]):
         return _invalid(env, fmt)  # P3109: x / 0 is NaN, x = ±inf included (rule 7)
     if ca:
         return _infinity(env, fmt, negative)

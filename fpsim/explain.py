@@ -26,6 +26,7 @@ from . import parse
 from .context import Context
 from .formats import Format, format
 from .modes import P3109, STOCHASTIC, Flag, Rounding, Saturation
+from .rounding import p3109_applies
 from .value import Float, exact_decimal
 
 __all__ = ["explain", "explain_bits", "render", "describe_format", "short", "DEFAULT_SEED",
@@ -382,9 +383,10 @@ def _unsigned_note(result: Float, ctx: Context) -> str:
     """What became of a negative value in a format without a sign."""
     fmt = result.fmt
     head = f"negative: {fmt.name} has no negative values; "
-    if not fmt.p3109 or ctx.p3109 is P3109.IEEE:
+    if not p3109_applies(fmt, ctx.p3109):
         return head + "a negative value is NaN (invalid)"
-    text = "P3109 v4.0 (§4.7.5)" if ctx.p3109 is P3109.V4_0 else "P3109 release 3 (§4.7.4)"
+    text = {P3109.V4_0: "P3109 v4.0 (§4.7.5)", P3109.V3_2_1: "P3109 v3.2.1 (§4.9.4)",
+            P3109.RELEASE_3: "P3109 release 3 (§4.7.4)"}[ctx.p3109]
     if result.is_nan:
         return (head + f"under {text} a value that does not round to 0 is NaN here (0 with "
                 "--saturate or --saturation satpropagate, or rounding toward zero or +inf)")

@@ -44,14 +44,15 @@ The rules, in the order they are applied:
    UNDERFLOW and INEXACT.
 6. **Inexact** whenever the result differs from the exact value.
 7. **IEEE P3109's rules** for results in P3109 formats (``Format.p3109``),
-   under the context's ``p3109`` text ("v4.0", "3"; not "ieee";
-   spec/p3109.md): a negative value into an unsigned format is rounded as
-   a magnitude first; 0 stays 0, anything else becomes the lower bound 0
-   or the NaN as the saturation mode and the rounding direction say
-   (:func:`_negative_unsigned`); round to odd beyond ±max in a signed
-   extended format gives ±inf under SatNone; -inf into an unsigned format
-   is 0 under SatFinite (and SatPropagate in v4.0).  Division by zero is
-   the operations' (:mod:`fpsim.arith`).
+   under the context's ``p3109`` text ("v4.0", "v3.2.1", "3"; not "ieee";
+   :func:`p3109_applies`; spec/p3109.md): a negative value into an
+   unsigned format is rounded as a magnitude first; 0 stays 0, anything
+   else becomes the lower bound 0 or the NaN as the text, the saturation
+   mode and the rounding direction say (:func:`clamps_negative`); round to
+   odd beyond ±max in a signed extended format gives ±inf under SatNone
+   (v3.2.1: an unsigned one too); -inf into an unsigned format is 0 under
+   SatFinite, SatPropagate (not in release 3) and v3.2.1's third mode.
+   Division by zero is the operations' (:mod:`fpsim.arith`).
 
 >>> from fpsim.formats import FP16, E4M3
 >>> from fpsim.modes import Rounding
@@ -300,7 +301,7 @@ def round_key(fmt: Format, negative: bool, num: int, den: int, exp: int,
             return nan_or_error(fmt, negative, "zero"), INVALID
         return (negative_zero if negative else 0), 0
     if negative and not sign_bit:
-        if fmt.p3109 and key[7] is not _IEEE_RULES:
+        if p3109_applies(fmt, key[7]):
             return _negative_unsigned(fmt, num, exp, key, rand)
         return nan_or_error(fmt, negative, "a negative value"), INVALID
     e = exp + n - 1
@@ -361,8 +362,8 @@ def _overflow(fmt: Format, negative: bool, mode: Rounding, saturate: Any,
         # serves): under SatNone, round to odd beyond the largest value of a
         # signed extended format is ±inf (±max elsewhere; v3.2.1: +inf in an
         # unsigned extended format too)
-        to_inf = (saturate is _SAT_NONE and fmt.p3109 and rules is not None
-                  and rules is not _IEEE_RULES and (fmt.signed or rules is _V3_2_1))
+        to_inf = (saturate is _SAT_NONE and p3109_applies(fmt, rules)
+                  and (fmt.signed or rules is _V3_2_1))
     else:
         to_inf = mode is not _RTZ
     sign = fmt.sign_bit if negative else 0
@@ -401,7 +402,7 @@ def infinity_code(fmt: Format, negative: bool, saturate: Any,
         # P3109: SatFinite gives the lower bound 0; so does SatPropagate in
         # v4.0 and v3.2.1 (release 3 leaves -inf there, which no unsigned code
         # holds), and v3.2.1's third mode
-        if fmt.p3109 and rules is not _IEEE_RULES and (
+        if p3109_applies(fmt, rules) and (
                 saturate is True or saturate is _SAT_PROPAGATE and rules is not _RELEASE_3
                 or rules is _V3_2_1):
             return 0, computed or INVALID
@@ -420,6 +421,28 @@ _SAT_NONE = Saturation.SAT_NONE
 _IEEE_RULES, _RELEASE_3, _V3_2_1 = P3109.IEEE, P3109.RELEASE_3, P3109.V3_2_1
 
 
+def p3109_applies(fmt: Format, rules: Any) -> bool:
+    """Whether rule 7 (IEEE P3109's rules, of the text ``rules``: a
+    context's ``p3109`` setting, None for none) governs results in ``fmt``."""
+    return fmt.p3109 and rules is not None and rules is not _IEEE_RULES
+
+
+def mirrored(mode: Rounding) -> Rounding:
+    """The mode that rounds a magnitude as ``mode`` rounds the negative value
+    of that magnitude (toward +inf and toward -inf swap)."""
+    return _RDN if mode is _RUP else _RUP if mode is _RDN else mode
+
+
+def clamps_negative(mode: Rounding, saturate: Any, rules: Any) -> bool:
+    """Under P3109 ``rules``, whether a negative value that does not round to
+    0 becomes an unsigned format's lower bound 0 (else the NaN): under
+    SatFinite and SatPropagate, under the third mode where ``mode`` rounds
+    toward zero or +inf (v4.0 §4.7.5 l.42), and in every mode in release 3
+    and v3.2.1."""
+    return (saturate is True or saturate is _SAT_PROPAGATE or mode is _RTZ or mode is _RUP
+            or rules is _RELEASE_3 or rules is _V3_2_1)
+
+
 def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
                        rand: int) -> tuple[int, int]:
     """A negative nonzero value ``num × 2**exp`` into an unsigned P3109
@@ -430,14 +453,10 @@ def _negative_unsigned(fmt: Format, num: int, exp: int, key: tuple[Any, ...],
     the mode rounds toward zero or toward positive, else the NaN (INVALID);
     under release 3 and v3.2.1 0 in every mode.  0 for a negative value raises INEXACT
     (the value changed)."""
-    mode = key[0]
-    mirrored = _RDN if mode is _RUP else _RUP if mode is _RDN else mode
-    code, flags = round_key(fmt, False, num, 1, exp, (mirrored, *key[1:]), rand)
+    code, flags = round_key(fmt, False, num, 1, exp, (mirrored(key[0]), *key[1:]), rand)
     if code == 0:
         return 0, flags
-    sat = key[1]
-    if (sat is True or sat is _SAT_PROPAGATE or mode is _RTZ or mode is _RUP
-            or key[7] is _RELEASE_3 or key[7] is _V3_2_1):
+    if clamps_negative(key[0], key[1], key[7]):
         return 0, INEXACT
     return nan_code(fmt, True), INVALID
 

@@ -39,9 +39,9 @@ from .._scratch import scratch
 from ..context import Context, resolve
 from ..formats import FP32, FP64, Format
 from ..formats import format as _lookup
-from ..modes import P3109, STOCHASTIC, Rounding, Tininess
+from ..modes import STOCHASTIC, Rounding, Tininess
 from ..nans import default_nan
-from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code
+from ..rounding import DIVIDE_BY_ZERO, INEXACT, INVALID, infinity_code, p3109_applies
 from . import _native as native
 from ._convert import (
     BIT_MODES,
@@ -749,7 +749,7 @@ def _div_chunk(fmt: Format, cs: list[np.ndarray], key: tuple[Any, ...],
     res.invalid(ok & inf_a & inf_b)                              # inf / inf
     res.infinity(ok & inf_a & ~inf_b, negative)
     by_zero = ok & ~inf_a & ~inf_b & (sb == 0)
-    if fmt.p3109 and key[7] is not P3109.IEEE:  # P3109: x / 0 is NaN (rule 7)
+    if p3109_applies(fmt, key[7]):  # P3109: x / 0 is NaN (rule 7)
         res.invalid(ok & ~inf_b & (sb == 0))
     else:
         res.invalid(by_zero & (sa == 0))                         # 0 / 0

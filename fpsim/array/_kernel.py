@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import Format, Specials
-from ..modes import P3109, STOCHASTIC, Rounding, Saturation
+from ..modes import STOCHASTIC, Rounding
 from ..nans import NanPolicy
 from ..rounding import (
     INEXACT,
@@ -32,8 +32,11 @@ from ..rounding import (
     OVERFLOW,
     UNDERFLOW,
     _overflow,
+    clamps_negative,
+    mirrored,
     nan_code,
     nan_or_error,
+    p3109_applies,
     stochastic_up,
 )
 
@@ -282,7 +285,7 @@ def round_values(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
     if not fmt.signed:
         bad = nonzero & negative
         if bad.any():
-            if fmt.p3109 and rules is not P3109.IEEE:
+            if p3109_applies(fmt, rules):
                 _negative_unsigned(fmt, sig, exp, sticky, key, rand, out, flags, bad)
             else:
                 out[bad] = nan_or_error(fmt, False, "a negative value")
@@ -309,15 +312,11 @@ def _negative_unsigned(fmt: Format, sig: np.ndarray, exp: np.ndarray,
     """Vectorized :func:`fpsim.rounding._negative_unsigned`: the negative
     nonzero values selected by ``bad`` into an unsigned P3109 format."""
     mode, saturate, ftz, _daz, before, sr_bits = key[:6]
-    mirrored = Rounding.RDN if mode is Rounding.RUP else (
-        Rounding.RUP if mode is Rounding.RDN else mode)
     idx = np.nonzero(bad)[0]
     c, f = round_finite(fmt, np.zeros(idx.size, bool), sig[idx], exp[idx],
-                        None if sticky is None else sticky[idx], mirrored, saturate, ftz,
+                        None if sticky is None else sticky[idx], mirrored(mode), saturate, ftz,
                         before, None if rand is None else rand[idx], sr_bits, key[7])
-    clamp = (saturate is True or saturate is Saturation.SAT_PROPAGATE
-             or mode is Rounding.RTZ or mode is Rounding.RUP
-             or key[7] is P3109.RELEASE_3 or key[7] is P3109.V3_2_1)
+    clamp = clamps_negative(mode, saturate, key[7])
     zero = c == 0
     out[idx] = np.where(zero | clamp, U64(0), U64(nan_code(fmt, True)))
     flags[idx] = np.where(zero, f, INEXACT if clamp else INVALID)

@@ -162,6 +162,8 @@ class _Block:
         self.spread: tuple[np.ndarray, np.ndarray] | None = None
         fa, fb = model.input_format, model.input_b_format
         self.room = 53 - fa.precision - fb.precision - (p.k - 1).bit_length()
+        # "exact": TwoSum needs the unit's nearest rounding (asked once a tile)
+        self.nearest = p.accumulation == "exact" and rounds_to_nearest()
         self.shape = (mt, nt)
         # the largest operand magnitude per product: a block whose bound stays
         # below the output's overflow threshold needs no look for limited products
@@ -426,7 +428,7 @@ def _exact(work: _Block, model: MMAModel, lo: int, hi: int, cv: np.ndarray) -> n
     else:
         P.fill(0.0)
         hard = None
-    if rounds_to_nearest():
+    if work.nearest:
         value = _sum_to_odd(cv.reshape(-1), flat, s, (bb, t))
         codes = _finish(work, value, None)
     else:  # (TwoSum needs the unit's nearest: every output the row model's)

@@ -47,8 +47,8 @@ from ..array import _native
 from ..array.engine import DEFAULT_CHUNK, check_flag, run_chunks, stochastic_bits
 from ..context import Context, resolve
 from ..formats import FP32, Format
-from ..modes import P3109, STOCHASTIC, Rounding
-from ..rounding import DIVIDE_BY_ZERO, INEXACT
+from ..modes import STOCHASTIC, Rounding
+from ..rounding import DIVIDE_BY_ZERO, INEXACT, p3109_applies
 from ..scalar_steps import finish as _finish
 from ..scalar_steps import infinity as _infinity
 from ..scalar_steps import invalid as _invalid
@@ -122,7 +122,7 @@ def _at_zero(name: str, env: Any, fmt: Format, negative: bool) -> Float:
         return _finish(env, fmt, negative, 0, 1, 0)
     if name == "log":
         return _infinity(env, fmt, True, computed=DIVIDE_BY_ZERO)
-    if fmt.p3109 and env[1][7] is not P3109.IEEE:
+    if p3109_applies(fmt, env[1][7]):
         return _invalid(env, fmt)  # P3109 (rule 7): RSqrt(X <= 0) is NaN
     return _infinity(env, fmt, negative, computed=DIVIDE_BY_ZERO)  # rsqrt(±0) = ±inf
 
