@@ -63,7 +63,7 @@ napoleon_google_docstring = False
 doctest_test_doctest_blocks = ""
 # Every page starts with a fresh current context, so that examples do not
 # see flags raised on another page.
-doctest_global_setup = "import fpsim\nfpsim.setcontext(fpsim.Context())\n"
+doctest_global_setup = "import importlib.util\nimport fpsim\nfpsim.setcontext(fpsim.Context())\n"
 
 # Show default values as written in the source (``nan=IEEE``), not as reprs.
 autodoc_preserve_defaults = True

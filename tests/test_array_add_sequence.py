@@ -3,7 +3,9 @@ step-by-step loop it declares, codes and flags: against numpy's float32
 additions (IEEE round-to-nearest-even) with exact Fractions deciding
 INEXACT, and against the scalar model in every mode and format; for FP32 in
 round-to-nearest-even both through the machine's float32 addition and,
-with that lane switched off, through the kernel."""
+with that lane switched off, through the kernel; for FP16 in
+round-to-nearest-even against numpy's float16 additions, with and without
+the lane of exact float64 sums rounded by numpy's cast."""
 
 from __future__ import annotations
 
@@ -72,6 +74,57 @@ def test_fp32_rne_against_numpy(native_lane, monkeypatch):
         want, _ = numpy_oracle(terms, initial)
         got = array.add_sequence(terms, fpsim.Context(), initial=initial)
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def fp16_terms(seed: int, k: int = 60, n: int = 90) -> np.ndarray:
+    """FP16 terms whose running sums cancel, pass through subnormals, stay
+    exact or lose bits, with zeros of both signs."""
+    rng = np.random.default_rng(seed)
+    t = (rng.standard_normal((k, n)) * np.exp2(rng.integers(-20, 12, (k, n)))).astype(np.float16)
+    t[:, :10] = np.float16(2.0**-24) * rng.integers(-9, 10, (k, 10)).astype(np.float16)
+    t[:, 10:20] = np.where(rng.random((k, 10)) < 0.5, np.float16(-0.0), np.float16(0.0))
+    t[1::2, 20:30] = -t[0::2, 20:30]  # exact cancellation to zero
+    t[:, 30:40] = np.float16(1.0) + np.float16(2.0**-10) * rng.integers(0, 4, (k, 10))
+    return t
+
+
+@pytest.mark.parametrize("native_lane", [True, False])
+def test_fp16_rne_against_numpy(native_lane, monkeypatch):
+    """numpy's float16 addition rounds correctly (float32 holds 2 * 11 + 2
+    bits: the double rounding through it is innocuous)."""
+    if not native_lane:
+        monkeypatch.setattr(_native, "float16_casts_are_ieee", lambda: False)
+    else:
+        assert _native.float16_casts_are_ieee()
+    calls = []
+    real = _native.running_sum_fp16
+    monkeypatch.setattr(_native, "running_sum_fp16", lambda *a: calls.append(1) or real(*a))
+    for seed in range(4):
+        terms = fp16_terms(seed)
+        for initial in (np.zeros(terms.shape[1], np.float16),
+                        np.where(np.arange(terms.shape[1]) % 2, np.float16(-0.0),
+                                 np.float16(0.0))):
+            want, inexact = numpy_oracle(terms, initial)
+            ctx = fpsim.Context()
+            got = array.add_sequence(terms, ctx, initial=initial)
+            assert got.dtype == np.float16
+            assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+            assert ctx.flags == (fpsim.Flag.INEXACT if inexact else fpsim.Flag(0))
+    assert bool(calls) == native_lane
+
+
+def test_fp16_overflow_and_specials_take_the_step_by_step_path():
+    terms = np.float16([[60000.0, np.inf, np.nan, 1.0, 65504.0],
+                        [60000.0, -np.inf, 1.0, -65504.0, 65504.0],
+                        [-60000.0, 1.0, 1.0, 65504.0, -65504.0]])
+    for saturate in (False, True):
+        ctx = fpsim.Context(saturate=saturate)
+        got = array.add_sequence(terms, ctx)
+        want, flags = scalar_oracle(terms.view(np.uint16), fpsim.FP16,
+                                    {"saturate": saturate}, None)
+        assert got.view(np.uint16).tolist() == want
+        assert ctx.flags == flags
+        assert fpsim.Flag.OVERFLOW in flags
 
 
 def test_exact_sums_raise_nothing():

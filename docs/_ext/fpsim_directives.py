@@ -18,6 +18,11 @@ it is computed here, at build time, or checked by a doctest.
     The notable codes of a format (zeros, subnormal and normal limits, one,
     max, infinities, NaNs), from ``spec/generate.py``.
 
+``.. fpsim-framework-dtypes::``
+    The numpy/ml_dtypes dtype, fpsim format, PyTorch, JAX and CuPy dtype of
+    each value type fpsim reads, from
+    ``fpsim.array._frameworks.dtype_table()``.
+
 ``.. fpsim-nan-policies::``
     A table of the NaN policy presets of :mod:`fpsim.nans`, with their
     default NaNs and sources.
@@ -189,6 +194,19 @@ class FormatsTable(SphinxDirective):
         return [table(header, rows, literal)]
 
 
+class FrameworkDtypes(SphinxDirective):
+    """``.. fpsim-framework-dtypes::`` (see the module docstring)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from fpsim.array import _frameworks
+
+        header = ["numpy / ml_dtypes", "fpsim format", "PyTorch", "JAX", "CuPy"]
+        rows = [list(r) for r in _frameworks.dtype_table()]
+        return [table(header, rows, {0, 1, 2, 3, 4})]
+
+
 # -- notable codes ------------------------------------------------------------------
 
 class Codes(SphinxDirective):
@@ -338,6 +356,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("fpsim-cli", Cli)
     app.add_directive("fpsim-codes", Codes)
     app.add_directive("fpsim-nan-policies", NanPolicies)
+    app.add_directive("fpsim-framework-dtypes", FrameworkDtypes)
     app.add_role("fpsim", _make_role(literal=False))
     app.add_role("fpsim-code", _make_role(literal=True))
     return {"version": fpsim.__version__, "parallel_read_safe": True,

@@ -11,7 +11,10 @@ suite proves the two equal code for code and flag for flag.
 * arithmetic: :func:`add`, :func:`sub`, :func:`mul`, :func:`div`,
   :func:`fma`, :func:`sqrt`, the running sum :func:`add_sequence`, and the
   comparisons :func:`eq`, :func:`ne`, :func:`lt`, :func:`le`, :func:`gt`,
-  :func:`ge`, :func:`unordered` on arrays of one format up to 32 bits.
+  :func:`ge`, :func:`unordered` on arrays of one format up to 32 bits;
+* framework arrays: PyTorch tensors, JAX and CuPy arrays are read as they
+  are by every function (:func:`as_numpy` shows how), and :func:`like`
+  gives results back as the caller's framework's arrays.
 
 Memory: inputs are processed in chunks of ``chunk_size`` elements (default
 65,536); each step allocates a bounded number of chunk-sized temporaries (at
@@ -44,8 +47,9 @@ array([inf], dtype=float16)
 
 from ._arith import add, add_sequence, div, eq, fma, ge, gt, le, lt, mul, ne, sqrt, sub, unordered
 from ._convert import convert, decode, encode, round
-from .engine import DEFAULT_CHUNK, code_dtype, value_dtype
+from .engine import DEFAULT_CHUNK, as_numpy, code_dtype, like, value_dtype
 
 __all__ = ["decode", "encode", "round", "convert", "code_dtype", "value_dtype", "DEFAULT_CHUNK",
+           "as_numpy", "like",
            "add", "add_sequence", "sub", "mul", "div", "fma", "sqrt",
            "eq", "ne", "lt", "le", "gt", "ge", "unordered"]

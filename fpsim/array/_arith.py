@@ -37,7 +37,7 @@ from .. import _threads
 from .._errstate import quiet
 from .._scratch import scratch
 from ..context import Context, resolve
-from ..formats import FP32, FP64, Format
+from ..formats import FP16, FP32, FP64, Format
 from ..formats import format as _lookup
 from ..modes import STOCHASTIC, Rounding, Tininess
 from ..nans import default_nan
@@ -890,10 +890,11 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
     (``initial`` of the same format, broadcasting to one term; +0 by
     default); the same codes and flags as the loop
     ``acc = add(acc, terms[i])`` from ``acc = initial``, which is how it is
-    computed, except that FP32 sums in
-    round-to-nearest-even (no ftz, no daz) use the machine's float32
-    addition where it is IEEE's (checked on each call; results that are not
-    finite are redone step by step), with TwoSum deciding INEXACT.
+    computed, except that in round-to-nearest-even (no ftz, no daz) FP32
+    sums use the machine's float32 addition where it is IEEE's, with TwoSum
+    deciding INEXACT, and FP16 sums the exact float64 sum rounded by numpy's
+    float16 cast where that is IEEE's (both checked on each call; results
+    that are not finite are redone step by step).
 
     >>> import numpy as np
     >>> t = np.float32([[1.0, 2.0**24], [2.0**-24, 1.0], [2.0**-24, 1.0]])
@@ -920,9 +921,12 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
         except ValueError:
             raise ValueError(f"add_sequence(): initial of shape {start.shape} does not "
                              f"broadcast to a term's shape {ops.shape[1:]}") from None
-    if (fmt == FP32 and key[0] is Rounding.RNE and not key[2] and not key[3]
-            and native.float32_adds_are_ieee()):
-        done = native.running_sum_fp32(codes.view(np.float32), acc.view(np.float32))
+    done = None
+    if key[0] is Rounding.RNE and not key[2] and not key[3]:
+        if fmt == FP32 and native.float32_adds_are_ieee():
+            done = native.running_sum_fp32(codes.view(np.float32), acc.view(np.float32))
+        elif fmt == FP16 and native.float16_casts_are_ieee():
+            done = native.running_sum_fp16(codes.view(np.float16), acc.view(np.float16))
         if done is not None:
             total, inexact = done
             if inexact:

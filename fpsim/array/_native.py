@@ -202,6 +202,32 @@ def _bits64(x: float) -> np.uint64:
 # no sum raises UNDERFLOW, and overflow shows as a non-finite result.  Only
 # INEXACT remains, which TwoSum's error term decides exactly.
 
+def running_sum_fp16(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
+    """``((initial + terms[0]) + terms[1]) + ...`` along the first axis of a
+    float16 array, each sum rounded to nearest even: the sum of two FP16
+    values is exact in float64 (their bits span at most 41 places), and
+    numpy's float64 -> float16 cast rounds it once; whether any sum was
+    inexact (the rounded sum differs from the exact one).  No sum of FP16
+    values is tiny and inexact (below 2**-14 it is a multiple of 2**-24, a
+    subnormal), so no underflow is missed.  None where a result is not
+    finite (the caller takes the step-by-step path).  The caller checks
+    :func:`float16_casts_are_ieee` first."""
+    acc = initial.astype(np.float64)
+    exact = np.empty_like(acc)
+    rounded = np.empty(acc.shape, np.float16)
+    inexact = False
+    with np.errstate(all="ignore"):
+        for c in terms:
+            np.add(acc, c, out=exact)
+            np.copyto(rounded, exact, casting="unsafe")
+            np.copyto(acc, rounded)
+            if not inexact:
+                inexact = bool((acc != exact).any())
+    if not np.isfinite(acc).all():  # (an infinite or NaN initial value included)
+        return None
+    return rounded, inexact
+
+
 def running_sum_fp32(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
     """``((initial + terms[0]) + terms[1]) + ...`` along the first axis of a
     float32 array, each sum rounded to nearest even by the machine, and

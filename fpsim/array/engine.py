@@ -35,6 +35,7 @@ from ..context import Context, check_seed
 from ..formats import Format
 from ..formats import format as _lookup
 from ..modes import STOCHASTIC
+from . import _frameworks
 from ._kernel import U64
 
 DEFAULT_CHUNK = 1 << 16
@@ -96,9 +97,11 @@ def format_of_dtype(dtype: np.dtype) -> Format | None:
 
 def as_array(x: Any) -> np.ndarray:
     """``x`` as a plain numpy array (never a subclass such as np.matrix)
-    without copying where numpy can view it: through ``__array__`` (numpy
-    arrays, PyTorch CPU tensors, ...) or, for objects that only speak
-    DLPack, :func:`numpy.from_dlpack`."""
+    without copying where numpy can view it: PyTorch tensors (any device,
+    dtype bfloat16, float8, float4_e2m1fn_x2 and E8M0 included), JAX and
+    CuPy arrays as :func:`fpsim.array.from_framework` reads them; other
+    objects through ``__array__`` or, for objects that only speak DLPack,
+    :func:`numpy.from_dlpack`."""
     # Not imported, or still being imported by another thread: x cannot be a
     # masked array (its class would exist).
     masked = getattr(sys.modules.get("numpy.ma"), "MaskedArray", None)
@@ -113,9 +116,78 @@ def as_array(x: Any) -> np.ndarray:
         # plain array of its data: np.matrix keeps every result 2-D and makes
         # * a matrix product, which no step here expects.
         return x if type(x) is np.ndarray else x.view(np.ndarray)
+    framework = _frameworks.framework_of(x)
+    if framework is not None:
+        return as_array(_frameworks.from_framework(x, framework))
     if not hasattr(x, "__array__") and hasattr(x, "__dlpack__"):
         return np.from_dlpack(x)
     return np.asarray(x)
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """``x`` as the numpy array every fpsim function reads it as.
+
+    PyTorch tensors on any device (copied to the host; strides kept,
+    ``requires_grad`` ignored, sparse layouts made dense), JAX arrays and
+    CuPy arrays become numpy arrays of the same values, their dtypes read as
+    ml_dtypes' (``torch.bfloat16`` as ``bfloat16``, ``torch.float8_e4m3fn``
+    as ``float8_e4m3fn``, ...).  ``torch.float4_e2m1fn_x2`` holds two E2M1
+    codes per byte, the first in the low nibble: a tensor of shape
+    ``(..., n)`` is read as ``(..., 2 * n)`` ``float4_e2m1fn`` values.
+    fpsim imports no framework: it recognises the object's class.  Other
+    objects are read through ``__array__`` or DLPack.
+
+    >>> import ml_dtypes
+    >>> as_numpy([1.5, 2.0]).dtype.name
+    'float64'
+    >>> as_numpy(np.array([1, 2], ml_dtypes.bfloat16)).dtype.name
+    'bfloat16'
+    """
+    return as_array(x)
+
+
+def like(result: Any, other: Any, *, fmt: Format | str | None = None,
+         codes: bool = False) -> Any:
+    """``result`` (an fpsim result: a numpy array, or a tuple or list of
+    them, such as ``(values, flags)``) as arrays of ``other``'s framework
+    on ``other``'s device: a torch tensor, a JAX array or a CuPy array of
+    the matching dtype (bfloat16 values become ``torch.bfloat16``, E2M1
+    values ``torch.float4_e2m1fn_x2`` packed two a byte along the last
+    axis, flags ``uint8``).  Where ``other`` is no framework's array,
+    ``result`` comes back as numpy.
+
+    ``fmt=`` first reads integer codes (:func:`fpsim.array.encode`'s
+    results, say) as that format's values; ``codes=True`` gives the
+    integer codes of values instead.  A dtype the framework lacks (torch
+    has no float6, JAX no float64 unless ``jax_enable_x64`` is set) is a
+    :class:`TypeError` that names what it holds.
+
+    >>> codes = np.array([0x3F80, 0xC000], np.uint16)
+    >>> like(codes, np.zeros(1), fmt="bf16").astype(np.float32)
+    array([ 1., -2.], dtype=float32)
+    """
+    if isinstance(result, (tuple, list)):
+        return type(result)(like(r, other, fmt=fmt, codes=codes) for r in result)
+    if not isinstance(result, (np.ndarray, np.generic)):
+        raise TypeError(f"like() converts numpy arrays (and tuples or lists of them), not "
+                        f"{type(result).__name__}")
+    a = np.asarray(result)
+    codes = check_flag("codes", codes)
+    if fmt is not None:
+        fmt = _lookup(fmt)
+        dt = value_dtype(fmt)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"fmt= reads integer codes as {fmt.name} values; got {a.dtype.name} "
+                            "values: leave fmt out")
+        if dt is None:
+            raise TypeError(f"{fmt.name} has no numpy or ml_dtypes dtype to hold its values: "
+                            "leave fmt out for its integer codes")
+        check_codes(a, fmt)
+        a = a.astype(code_dtype(fmt)).view(dt)
+    framework = _frameworks.framework_of(other)
+    if framework is None:
+        return a.view(f"u{a.dtype.itemsize}") if codes and a.dtype.kind not in "iub" else a
+    return _frameworks.to_framework(a, other, framework, codes)
 
 
 def check_codes(a: np.ndarray, fmt: Format, label: str | None = None) -> None:

@@ -26,7 +26,7 @@ def _accepted(fmt: Format) -> str:
 
 def _values(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
     """The exact float64 values of operand ``x`` of format ``fmt``."""
-    a = np.asarray(x)
+    a = _array.engine.as_array(x)
     if codes:
         if a.dtype.kind not in "iu":
             raise TypeError(f"{label}: fmt= says integer codes of {fmt.name}, got dtype {a.dtype}")
@@ -89,7 +89,7 @@ def read_addend(c: Any, out: Format, rows: tuple[int, ...]) -> np.ndarray:
     is +0).  Integer arrays are read as codes of the output format."""
     if c is None:
         return np.zeros(rows)
-    cv = np.asarray(c)
+    cv = _array.engine.as_array(c)
     if cv.dtype.kind in "iu":
         values = _array.decode(cv, out)
     elif type(c) in (float, int):  # a Python number: any value exact in the output format

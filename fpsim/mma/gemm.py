@@ -176,8 +176,8 @@ def run_blocks(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray
     per = max(_TILE_OUTPUTS, _BLOCK_MACS // max(K, 1))
     bm = min(m, max(1, int(np.sqrt(per))))
     bn = min(n, max(1, per // bm))
-    sa = None if scale_a is None else np.asarray(scale_a, np.float64)
-    sb = None if scale_b is None else np.asarray(scale_b, np.float64)
+    sa = None if scale_a is None else _array.engine.as_array(scale_a).astype(np.float64)
+    sb = None if scale_b is None else _array.engine.as_array(scale_b).astype(np.float64)
 
     def items() -> Any:
         for m0 in range(0, m, bm):
@@ -336,8 +336,8 @@ def _scale(acc: np.ndarray, cfmt: Format, scale_a: np.ndarray | None,
     :mod:`fpsim.mma.schedule`)."""
     if scale_a is None and scale_b is None:
         return acc
-    sa = np.asarray(1.0 if scale_a is None else scale_a, np.float64)
-    sb = np.asarray(1.0 if scale_b is None else scale_b, np.float64)
+    sa = _array.engine.as_array(1.0 if scale_a is None else scale_a).astype(np.float64)
+    sb = _array.engine.as_array(1.0 if scale_b is None else scale_b).astype(np.float64)
     enc = lambda v: _array.encode(np.asarray(v, np.float64), cfmt, step)  # noqa: E731
     if sa.ndim == 0 and sb.ndim == 0:
         both = _array.mul(enc(sa.reshape(())), enc(sb.reshape(())), step, fmt=cfmt)

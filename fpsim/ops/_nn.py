@@ -89,7 +89,7 @@ class _Call:
     def other(self, name: str, y: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A second input in C: values of any float dtype, or codes of x's
         format."""
-        codes = np.asarray(y).dtype.kind in "iu"
+        codes = as_array(y).dtype.kind in "iu"
         operand = Operand(self.op, y, self.operand.fmt if codes else None, name)
         if shape is not None and operand.codes.shape != shape:
             raise ValueError(f"{self.op}(): {name} has shape {operand.codes.shape}; accepted "

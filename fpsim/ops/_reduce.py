@@ -113,11 +113,12 @@ def _pieces(order: tuple[str, int], k: int) -> list[range]:
 
 def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order: Any,
                 sequence: Callable[[range], np.ndarray],
-                term: Callable[[int], np.ndarray]) -> np.ndarray:
+                term: Callable[[int], np.ndarray],
+                terms: Callable[[range], np.ndarray] | None = None) -> np.ndarray:
     """The sum of terms ``0..k-1`` in ``fmt`` in the declared order (see the
     module's docstring): ``sequence(piece)`` is the running sum of the terms
-    of ``piece`` from +0, ``term(i)`` is term ``i`` alone (for the pairwise
-    tree)."""
+    of ``piece`` from +0, ``term(i)`` is term ``i`` alone and ``terms(piece)``
+    the terms of ``piece`` stacked on a first axis (for the pairwise tree)."""
     zero = np.zeros(shape, array.code_dtype(fmt))
     if not zero.size:
         # No output element: no step has anything to round, raise or draw,
@@ -128,9 +129,33 @@ def _accumulate(steps: Steps, fmt: Format, shape: tuple[int, ...], k: int, order
         # A binary counter: two partial sums of the same size merge at once,
         # which builds the level-by-level tree of adjacent pairs, keeping
         # only O(log k) partial sums alive.
+        #
+        # Where ``i`` is a multiple of a power of two w, the counter's next w
+        # terms build a complete tree of adjacent pairs before meeting any
+        # partial sum (all of size w or more): that tree is computed level by
+        # level, one call per level on all its pairs (left operands the
+        # earlier terms, as in the counter), in runs of at most
+        # _TREE_ELEMENTS codes.  Stochastic rounding draws its numbers in the
+        # counter's order, one term at a time.
+        outputs = max(1, int(np.prod(shape, dtype=np.int64)))
+        widest = 1
+        if terms is not None and steps.deterministic:
+            while widest * 2 <= k and widest * 2 * outputs <= _TREE_ELEMENTS:
+                widest *= 2
         stack: list[tuple[int, np.ndarray]] = []
-        for i in builtins.range(k):
-            t, size = term(i), 1
+        i = 0
+        while i < k:
+            size = widest
+            while size > 1 and (i % size or i + size > k):
+                size //= 2
+            if size == 1:
+                t = term(i)
+            else:
+                level = terms(builtins.range(i, i + size))
+                while level.shape[0] > 1:
+                    level = steps.add(level[0::2], level[1::2], fmt)
+                t = level[0]
+            i += size
             while stack and stack[-1][0] == size:
                 t = steps.add(stack.pop()[1], t, fmt)
                 size *= 2
@@ -197,7 +222,7 @@ def sum_last(steps: Steps, codes: np.ndarray, src: Format, acc_fmt: Format, orde
     return _accumulate(steps, acc_fmt, terms.shape[:-1], terms.shape[-1], order,
                        lambda piece: steps.add_sequence(columns[piece.start:piece.stop],
                                                         acc_fmt),
-                       lambda i: columns[i])
+                       lambda i: columns[i], lambda piece: columns[piece.start:piece.stop])
 
 
 def divide_by_count(steps: Steps, total: np.ndarray, k: int, acc_fmt: Format) -> np.ndarray:
@@ -279,6 +304,8 @@ def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
 
 
 # Elements of the products computed in one call by matmul's blocked path.
+# The codes of one pairwise run of terms (_accumulate).
+_TREE_ELEMENTS = 1 << 16
 _BLOCK_ELEMENTS = 1 << 20
 
 
@@ -356,6 +383,13 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
         product = steps.mul(np.broadcast_to(a_terms(ca, i), square), b_terms(cb, i), work)
         return steps.convert(product, work, acc_fmt)
 
+    def terms(piece: range) -> np.ndarray:
+        """Products ``piece`` rounded in the working format, converted to A,
+        stacked."""
+        left = np.stack([np.broadcast_to(a_terms(ca, i), square) for i in piece])
+        right = np.stack([np.broadcast_to(b_terms(cb, i), square) for i in piece])
+        return steps.convert(steps.mul(left, right, work), work, acc_fmt)
+
     # Without compute=, where every product is exact in A and no step
     # flushes or draws random numbers, the product rounded on its own is
     # itself (no flag) and adding it rounds once what the fma would (finite
@@ -385,14 +419,12 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
             acc = zero
             for start in builtins.range(piece.start, piece.stop, block):
                 idx = builtins.range(start, min(start + block, piece.stop))
-                left = np.stack([np.broadcast_to(a_terms(ca, i), square) for i in idx])
-                right = np.stack([np.broadcast_to(b_terms(cb, i), square) for i in idx])
-                products = steps.convert(steps.mul(left, right, work), work, acc_fmt)
-                acc = steps.add_sequence(products, acc_fmt, acc)
+                acc = steps.add_sequence(terms(idx), acc_fmt, acc)
             return acc
 
     if promote_every is None:
-        total, total_fmt = _accumulate(steps, acc_fmt, square, k, order, sequence, term), acc_fmt
+        total = _accumulate(steps, acc_fmt, square, k, order, sequence, term, terms)
+        total_fmt = acc_fmt
     else:
         assert total_fmt is not None
         total = np.zeros(square, array.code_dtype(total_fmt))

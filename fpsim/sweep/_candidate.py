@@ -125,7 +125,7 @@ def call(candidate: Any, codes: list[np.ndarray], fmt: Format) -> np.ndarray:
         # sweep with a success status and no report.
         raise CandidateError(f"the candidate {name!r} raised {failure(exc)}") from exc
     try:
-        out = np.asarray(out)
+        out = _array.engine.as_array(out)
     except KeyboardInterrupt:
         raise
     except Exception as exc:

@@ -89,7 +89,8 @@ class _Source:
     stays bounded whatever the input's size, layout or byte order):
 
     * integer arrays are codes (signed integers as wide as the format's code
-      type are read as bit patterns, as from ``tensor.view(torch.int16)``);
+      type are read as bit patterns, as from ``tensor.view(torch.int16)``;
+      framework tensors come here as numpy arrays, by ``engine.as_array``);
     * arrays of ``fmt``'s value type are read as their bits;
     * other float arrays (numpy, ml_dtypes) must hold values of ``fmt``
       only: each chunk is converted and must convert back to itself.
@@ -163,10 +164,9 @@ def _as_array(x: Any, name: str) -> np.ndarray:
     try:
         return engine.as_array(x)
     except (TypeError, RuntimeError, BufferError) as exc:
-        raise TypeError(f"{name} cannot be read as a numpy array ({exc}); a PyTorch tensor of "
-                        "bfloat16 or float8 can be passed as its bit patterns, "
-                        "t.view(torch.int16).numpy() or t.view(torch.uint8).numpy(), with "
-                        "fmt=") from None
+        raise TypeError(f"{name} cannot be read as a numpy array ({exc}); accepted: numpy "
+                        "and ml_dtypes arrays, PyTorch tensors, JAX and CuPy arrays, or integer "
+                        "codes with fmt=") from None
 
 
 def _chunks(size: int, chunk: int) -> Iterator[tuple[int, int]]:
@@ -413,7 +413,7 @@ def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
                    shape: tuple[int, ...], fmt: Format, tol: Tolerance, limits: _kappa.Limits,
                    labels: tuple[str, str], hint: str) -> tuple[Partial, _kappa.KappaPartial]:
     """The tallies (ULP and κ) of one block whose first element is at ``origin``."""
-    sources = [_Source(label, np.asarray(x), fmt, hint) for label, x in zip(labels, (a, b))]
+    sources = [_Source(label, engine.as_array(x), fmt, hint) for label, x in zip(labels, (a, b))]
     block_shape = np.shape(a)
     tally, kappas = Partial(), _kappa.KappaPartial()
     for start, stop in _chunks(sources[0].size, CHUNK):
