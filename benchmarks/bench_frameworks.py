@@ -56,13 +56,14 @@ def main() -> None:
             torch.bfloat16 if fmt == "bf16" else torch.float8_e4m3fn)
         tt = t.t().contiguous().t()
         xt = np.ascontiguousarray(x.T).T
-        row(f"array.add {fmt}, torch contiguous", lambda: array.add(t, t),
-            lambda: array.add(x, x))
-        row(f"array.add {fmt}, torch transposed", lambda: array.add(tt, tt),
-            lambda: array.add(xt, xt))
+        row(f"array.add {fmt}, torch contiguous", lambda t=t: array.add(t, t),
+            lambda x=x: array.add(x, x))
+        row(f"array.add {fmt}, torch transposed", lambda tt=tt: array.add(tt, tt),
+            lambda xt=xt: array.add(xt, xt))
         if jax is not None:
             j = jax.device_put(x)
-            row(f"array.add {fmt}, JAX CPU", lambda: array.add(j, j), lambda: array.add(x, x))
+            row(f"array.add {fmt}, JAX CPU", lambda j=j: array.add(j, j),
+                lambda x=x: array.add(x, x))
     t32 = torch.from_numpy(x32)
     row("array.round float32 -> e4m3, torch", lambda: array.round(t32, "e4m3"),
         lambda: array.round(x32, "e4m3"))

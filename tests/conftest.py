@@ -7,6 +7,8 @@ deterministic and has no deadline (timings on a loaded 2-core machine vary);
 
 import collections
 import os
+import signal
+import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -95,3 +97,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if seen[name] % every:
             item.add_marker(pytest.mark.exhaustive)
         seen[name] += 1
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found():
+    """A test (or the fpsim code it runs) that leaves SIGINT's handler
+    changed breaks every later test of Ctrl-C in its process, and a user's
+    Ctrl-C: fail that test, naming what it left, and put the handler back."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler {after!r} (it was {before!r})")
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def ctrl_c():
+    """For tests of Ctrl-C: SIGINT raises KeyboardInterrupt in this process
+    for the test's duration, and the fixture's value is a ``preexec_fn``
+    that starts a child with SIGINT's default action, so that Python
+    installs its handler there too.  (A shell's background job, and what it
+    starts, inherit SIGINT ignored.)"""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield _sigint_default
+    signal.signal(signal.SIGINT, before)

@@ -331,13 +331,13 @@ def _subprocess_env():
     return env
 
 
-def test_cli_ctrl_c_prints_the_partial_report(tmp_path):
+def test_cli_ctrl_c_prints_the_partial_report(tmp_path, ctrl_c):
     progress = str(tmp_path / "progress.json")
     cmd = [sys.executable, "-m", "fpsim", "sweep", "add", "--fmt", "fp16", "--against",
            "sweep_kernels:np_add", "--sample", "0.25", "--chunk-size", "65536",
            "--progress-file", progress, "--json"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_subprocess_env())
+                            env=_subprocess_env(), preexec_fn=ctrl_c)
     def chunks_saved():
         try:
             return json.load(open(progress))["done"]
@@ -384,7 +384,7 @@ def test_cli_progress_bar_only_on_a_terminal(monkeypatch, capsys):
 
 # -- review mends -------------------------------------------------------------------------------
 
-def test_a_ctrl_c_during_the_bookkeeping_waits_for_it(tmp_path, monkeypatch):
+def test_a_ctrl_c_during_the_bookkeeping_waits_for_it(tmp_path, monkeypatch, ctrl_c):
     """SIGINT arriving while a chunk's tally is merged is held until the
     tally and the list of chunks done agree, so a resume counts nothing twice."""
     from fpsim.testing import tally as _tally
