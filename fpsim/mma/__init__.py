@@ -23,9 +23,12 @@ Modules: ``fpsim.mma.params`` (the parameters), ``fpsim.mma.model``
 (the arithmetic), ``fpsim.mma.presets`` (the GPUs), ``fpsim.mma.schedule``
 (how a library runs the instruction along K), ``fpsim.mma.gemm`` (the
 engine that runs a schedule), ``fpsim.mma.library`` (cuBLAS, CUTLASS and
-Triton by name), ``fpsim.mma.probe`` (naming a black box).
+Triton by name), ``fpsim.mma.probe`` (naming a black box),
+``fpsim.mma.blockscaled`` (Blackwell's block-scaled MXFP8/6/4 and NVFP4
+instructions).
 """
 
+from .blockscaled import BlockScaledModel, BlockScaledParams, block_scaled
 from .gemm import LibraryGEMM
 from .library import cublas, cutlass, triton
 from .model import MMAModel
@@ -36,4 +39,4 @@ from .schedule import Schedule
 
 __all__ = ["MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
            "ProbeResult", "ProbeError", "ProbeTimeout", "Schedule", "LibraryGEMM", "cublas",
-           "cutlass", "triton"]
+           "cutlass", "triton", "BlockScaledModel", "BlockScaledParams", "block_scaled"]

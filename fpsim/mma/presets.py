@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..formats import FP32
 from ..formats import format as _lookup
+from .blockscaled import RECIPES, block_scaled
 from .model import MMAModel
 from .params import MMAParams
 
@@ -164,6 +166,10 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     GPU has that mixed instruction (``fpsim.mma.presets.MIXED``).
     ``b200-rn`` is the published round-to-nearest variant of the B200 model:
     every parameter as ``b200`` but the final rounding, nearest even.
+    ``fmt`` may also name a block-scaled recipe of B200 or RTX PRO 6000,
+    ``"mxfp8"``, ``"mxfp6"``, ``"mxfp4"`` or ``"nvfp4"``: the
+    :class:`~fpsim.mma.blockscaled.BlockScaledModel` of its instruction
+    (:func:`~fpsim.mma.blockscaled.block_scaled` mixes element formats).
     ``b200-fit`` is fpsim's own fit to recorded B200 E4M3 -> FP32 outputs,
     which the published model does not reproduce (3,207 of 5,000 rows): 8
     extra bits and round to nearest give all 5,000 (fitted on half the rows,
@@ -178,6 +184,11 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     >>> mma.preset("l40s", "e4m3").issue_k     # mma.m16n8k32: two blocks of 16
     32
     """
+    if isinstance(fmt, str) and fmt.lower() in RECIPES:
+        # Block-scaled instructions (fpsim.mma.blockscaled): FP32 output only.
+        if _lookup(out) != FP32:
+            raise ValueError(f"block-scaled {fmt} instructions write FP32; got out={out!r}")
+        return block_scaled(gpu, fmt.lower())  # type: ignore[return-value]
     name = _gpu_name(gpu)
     arch, lacks = GPUS[name]
     have = [(i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
