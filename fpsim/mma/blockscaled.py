@@ -306,7 +306,8 @@ def _addend(c: Any, rows: tuple[int, ...]) -> np.ndarray:
                             "values (or others exact in FP32) or their uint32 codes")
         x = held
     try:
-        return np.broadcast_to(x.astype(np.float64), rows)
+        with np.errstate(invalid="ignore"):  # (signaling NaNs stay NaNs)
+            return np.broadcast_to(x.astype(np.float64), rows)
     except ValueError:
         raise ValueError(f"c of shape {x.shape} does not broadcast to the rows {rows}") from None
 
