@@ -30,6 +30,10 @@ Sections, each line with its reference and the issue's goal:
    ``distributed.LocalCluster`` of 1 and of 2 worker processes (the
    cluster's start not timed), against the same GEMM in this process on
    one thread (needs ``fpsim[dask]``; skipped without it).
+9. ``blockscaled``: 10^5 rows of K = 64 through B200's block-scaled
+   instructions (MXFP8, MXFP4, NVFP4, scales included, two instructions
+   chained for MXFP8), against the unscaled B200 E4M3 instruction on as
+   many products (issue 34: goal <= 1x per multiply-add).
 
 Run ``python benchmarks/bench_mma.py [--quick] [--only SECTION ...]`` on an
 idle machine.
@@ -57,7 +61,8 @@ DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.floa
 # the H100 preset each input format is compared with
 BASELINE = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2",
             "e4m3fnuz": "e4m3", "e5m2fnuz": "e5m2"}
-SECTIONS = ("instruction", "chained", "library", "presets", "1024", "memory", "threads", "dask")
+SECTIONS = ("instruction", "chained", "library", "presets", "1024", "memory", "threads", "dask",
+            "blockscaled")
 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -229,6 +234,29 @@ def section_dask(args: argparse.Namespace, rng: np.random.Generator) -> None:
             took = time.perf_counter() - t0
         line(f"cublas h100 e4m3 {n}x{k}x{n}, dask {workers} worker(s)", took, alone,
              "this process, 1 thread", same(ref, d))
+
+
+def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """Block-scaled instructions (fpsim.mma.blockscaled) per multiply-add,
+    against the unscaled B200 E4M3 instruction on as many products."""
+    rows = args.rows
+    unscaled = mma.preset("b200", "e4m3")
+    a = rng.standard_normal((rows, 64)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((rows, 64)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.zeros(rows, F32)
+    unscaled(a, b, c, chain=True)  # warm
+    scales = rng.integers(120, 135, (rows, 2)).astype(np.uint8)
+    fp4 = rng.integers(0, 16, (rows, 64)).astype(np.uint8)
+    cases = (("mxfp8", a, b, scales), ("mxfp4", fp4, fp4[::-1].copy(), scales),
+             ("nvfp4", fp4, fp4[::-1].copy(),
+              np.repeat(rng.integers(0x30, 0x40, (rows, 2)), 2, axis=1).astype(np.uint8)))
+    for recipe, x, y, s in cases:
+        unit = mma.preset("b200", recipe)
+        ours, peer = median_pair(
+            lambda u=unit, x=x, y=y, s=s: u(x, y, c, scale_a=s, scale_b=s, chain=True),
+            lambda: unscaled(a, b, c, chain=True), args.repeats)
+        line(f"b200 {recipe} block-scaled, {rows:,} rows of K=64", ours, peer,
+             "b200 e4m3 unscaled, same K", "<= 1x (issue 34)")
 
 
 def main() -> None:
