@@ -99,7 +99,7 @@ def as_array(x: Any) -> np.ndarray:
     """``x`` as a plain numpy array (never a subclass such as np.matrix)
     without copying where numpy can view it: PyTorch tensors (any device,
     dtype bfloat16, float8, float4_e2m1fn_x2 and E8M0 included), JAX and
-    CuPy arrays as :func:`fpsim.array.from_framework` reads them; other
+    CuPy arrays as :func:`as_numpy` describes; other
     objects through ``__array__`` or, for objects that only speak DLPack,
     :func:`numpy.from_dlpack`."""
     # Not imported, or still being imported by another thread: x cannot be a
