@@ -232,3 +232,69 @@ def test_the_kinds_are_data():
         assert fa in row["elements"] and fb in row["elements"]
         assert (scale, block) in row["scales"]
         assert mma.preset("b200", recipe).params.kind == kind
+
+
+# -- ops.matmul on quantized operands ------------------------------------------------
+
+
+def _chain_st(a_row, b_col, sa_row, sb_col, fa, fb):
+    code = 0
+    for j in range(len(a_row) // 32):
+        s = slice(32 * j, 32 * (j + 1))
+        code = st_fdpa(a_row[s], b_col[s], fa, fb, code, sa_row[j], sb_col[j])
+    return code
+
+
+def _chain_gst(a_row, b_col, sa_row, sb_col, block):
+    code, per = 0, 64 // block
+    for j in range(len(a_row) // 64):
+        s = slice(64 * j, 64 * (j + 1))
+        code = gst_fdpa(a_row[s], b_col[s], code, sa_row[per * j:per * (j + 1)],
+                        sb_col[per * j:per * (j + 1)], "e8m0", block)
+    return code
+
+
+@pytest.mark.parametrize("elem", ["e4m3", "e5m2", "e3m2", "e2m1"])
+def test_matmul_of_mx_results_equals_the_oracle_chained(elem):
+    from fpsim import ops, quant
+    rng = np.random.default_rng(len(elem))
+    x = (rng.standard_normal((3, 128)) * np.exp2(rng.integers(-8, 8, (3, 128)))).astype(
+        np.float32)
+    y = rng.standard_normal((128, 4)).astype(np.float32)
+    qx = quant.quantize(x, elem, "mx", axis=1)
+    qy = quant.quantize(y, elem, "mx", axis=0)
+    recipe = "mxfp4" if elem == "e2m1" else "mxfp8"
+    unit = (mma.preset("b200", recipe) if recipe == "mxfp4"
+            else mma.block_scaled("b200", "mxfp8", a=elem, b=elem))
+    got = ops.matmul(qx, qy, accumulate=unit).view(np.uint32)
+    ca, sa = qx.block_operand()[:2]
+    cb, sb = qy.block_operand()[:2]
+    for i in range(3):
+        for j in range(4):
+            args = (ca[i].tolist(), cb[:, j].tolist(), sa[i].tolist(), sb[:, j].tolist())
+            want = _chain_gst(*args, 32) if recipe == "mxfp4" else _chain_st(*args, elem, elem)
+            assert int(got[i, j]) == want, (i, j)
+    bf16 = ops.matmul(qx, qy, accumulate=unit, out="bf16")
+    assert np.array_equal(bf16, got.view(np.float32).astype(ml_dtypes.bfloat16))
+
+
+def test_matmul_of_quantized_operands_refuses_what_does_not_fit():
+    from fpsim import ops, quant
+    x = np.ones((2, 64), np.float32)
+    unit = mma.preset("b200", "mxfp8")
+    qx = quant.quantize(x, "e4m3", "mx", axis=1)
+    with pytest.raises(TypeError, match="takes fpsim.quant.quantize results"):
+        ops.matmul(x, x.T, accumulate=unit)
+    with pytest.raises(ValueError, match=r"y must be 2-D and quantized along K \(axis 0"):
+        ops.matmul(qx, quant.quantize(np.ones((64, 32), np.float32), "e4m3", "mx", axis=1),
+                   accumulate=unit)
+    with pytest.raises(ValueError, match="y holds e5m2 elements with e8m0 scales per 32; the "
+                                         "instruction takes e4m3"):
+        ops.matmul(qx, quant.quantize(x.T.copy(), "e5m2", "mx", axis=0), accumulate=unit)
+    nv = quant.quantize(x, "e2m1", "nvfp4", axis=1)
+    with pytest.raises(ValueError, match="per-tensor FP32 scale"):
+        ops.matmul(nv, quant.quantize(x.T.copy(), "e2m1", "nvfp4", axis=0),
+                   accumulate=mma.preset("b200", "nvfp4"))
+    with pytest.raises(ValueError, match="takes none of split_k"):
+        ops.matmul(qx, quant.quantize(x.T.copy(), "e4m3", "mx", axis=0), accumulate=unit,
+                   split_k=2)

@@ -181,6 +181,43 @@ class BlockScaledModel:
             C = codes.view(np.float32).astype(np.float64)
         return codes.view(np.float32).reshape(rows)
 
+    def gemm(self, a: Any, b: Any, scale_a: Any, scale_b: Any, c: Any = None) -> np.ndarray:
+        """The GEMM a kernel builds on the instruction: ``a`` (M×K) and
+        ``b`` (K×N) element codes or values, ``scale_a`` (M × K/block) and
+        ``scale_b`` (K/block × N); each output is the chain of instructions
+        along K from ``c`` (M×N FP32, default +0).  Computed in blocks of
+        rows (bounded memory).
+
+        >>> import numpy as np
+        >>> unit = block_scaled("b200", "mxfp8")
+        >>> a = np.full((2, 64), 0x38, np.uint8)                  # 1.0 (E4M3)
+        >>> s = np.full((2, 2), 127, np.uint8)                    # 1.0 (E8M0)
+        >>> unit.gemm(a, a.T, s, s.T)
+        array([[64., 64.],
+               [64., 64.]], dtype=float32)
+        """
+        A = _array.engine.as_array(a)
+        B = _array.engine.as_array(b)
+        SA = _array.engine.as_array(scale_a)
+        SB = _array.engine.as_array(scale_b)
+        if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+            raise ValueError(f"gemm() takes a (M, K) and b (K, N); got {A.shape} and {B.shape}")
+        M, K = A.shape
+        N = B.shape[1]
+        C = None if c is None else np.broadcast_to(_array.engine.as_array(c), (M, N))
+        out = np.empty((M, N), np.float32)
+        step = max(1, (1 << 21) // max(N * K, 1))
+        for i in range(0, M, step):
+            rows = slice(i, min(M, i + step))
+            m = rows.stop - rows.start
+            out[rows] = self(np.broadcast_to(A[rows, None, :], (m, N, K)),
+                             np.broadcast_to(B.T[None], (m, N, K)),
+                             None if C is None else C[rows],
+                             scale_a=np.broadcast_to(SA[rows, None, :], (m, N, SA.shape[1])),
+                             scale_b=np.broadcast_to(SB.T[None], (m, N, SB.shape[0])),
+                             chain=True)
+        return out
+
     def _scales(self, s: Any, label: str, rows: tuple[int, ...], K: int) -> np.ndarray:
         """The scales as float64 values (NaN for the NaN codes), shape
         ``rows + (K / block,)``."""

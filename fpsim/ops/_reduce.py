@@ -14,6 +14,7 @@ from .._errstate import quiet
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..mma import MMAModel
+from ..mma.blockscaled import BlockScaledModel
 from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
@@ -551,6 +552,16 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     ``ValueError`` where it cannot apply; with any other ``accumulate`` they
     are refused.
 
+    ``accumulate=`` a block-scaled instruction
+    (``fpsim.mma.preset("b200", "mxfp8")``, :mod:`fpsim.mma.blockscaled`):
+    ``x`` and ``y`` are :func:`fpsim.quant.quantize` results with ``"mx"``
+    scaling, ``x`` quantized along K (axis 1), ``y`` along K (axis 0), of the
+    instruction's element formats and block; their element and scale codes
+    go to the instruction, chained along K from +0; the FP32 result is
+    converted to ``out``.  NVFP4 operands, whose per-tensor scale a library
+    applies outside the instruction, are refused until that step is
+    modelled.
+
     >>> import fpsim.mma
     >>> h100 = fpsim.mma.preset("h100", "e4m3")       # k = 32
     >>> x = np.full((1, 64), 2.0**-7, "float8_e4m3fn"); x[0, 0] = x[0, 32] = 1.0
@@ -571,6 +582,19 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     >>> float(matmul(x, y, accumulate="fp16", promote_every=128, out="fp32")[0, 0])
     4096.0
     """
+    if isinstance(accumulate, BlockScaledModel):
+        from ._blockgemm import block_scaled_matmul
+
+        given = [k for k, v in (("fmt", fmt), ("compute", compute), ("split_k", split_k),
+                                ("promote_every", promote_every), ("schedule", schedule),
+                                ("c", c), ("beta", beta)) if v is not None]
+        given += ["order"] * (order != "sequential") + ["alpha"] * (not (
+            isinstance(alpha, (int, float)) and alpha == 1.0))
+        if given:
+            raise ValueError(f"matmul(): accumulate= a block-scaled instruction takes none of "
+                             f"{', '.join(given)}")
+        ctx, _ = resolve(ctx, overrides)
+        return block_scaled_matmul(x, y, accumulate, out, ctx)
     steps = Steps(ctx, rng, overrides)
     fx, fy = tuple(fmt) if isinstance(fmt, (tuple, list)) and len(fmt) == 2 else (fmt, fmt)
     a, b = Operand("matmul", x, fx), Operand("matmul", y, fy, "y")

@@ -115,6 +115,29 @@ class Quantized:
     _groups: Any = field(repr=False)
     tensor_scale: np.ndarray | None = None
 
+    def block_operand(self) -> tuple[np.ndarray, np.ndarray, str, str, int, int, Any]:
+        """The operand of a block-scaled matrix instruction
+        (:mod:`fpsim.mma.blockscaled`): ``(element codes, scale codes,
+        element format name, scale format name, block, axis, tensor_scale)``
+        of MX (E8M0 scales) or NVFP4 (UE4M3 scales, and the per-tensor FP32
+        scale) results; a ValueError for the other scalings.
+
+        >>> q = quantize(np.float32([[1.0] * 32]), "e4m3", "mx", axis=1)
+        >>> codes, scales, elem, scale, block, axis, ts = q.block_operand()
+        >>> int(codes[0, 0]), int(scales[0, 0]), elem, scale, block, axis, ts   # 256 * 2**-8
+        (120, 119, 'e4m3', 'e8m0', 32, 1, None)
+        """
+        kind = self.recipe.scaling
+        if kind not in ("mx", "nvfp4"):
+            raise ValueError(f"a block-scaled instruction takes 'mx' or 'nvfp4' results; this "
+                             f"one is {kind!r} scaling")
+        elem = self.element_format
+        name = getattr(elem, "name", str(elem))
+        codes = _codes(self.data, elem)
+        scales = np.asarray(self.scale).view(np.uint8)
+        return (codes, scales, name, "e8m0" if kind == "mx" else "ue4m3",
+                int(self.recipe.block_size), int(self.recipe.axis), self.tensor_scale)
+
     @quiet
     def dequantize(self) -> np.ndarray:
         """Each element times its group's scale (divided by it under
