@@ -52,7 +52,7 @@ from _timing import median_pair, median_seconds
 
 import fpsim.array
 import fpsim.mma as mma
-from fpsim import ops
+from fpsim import ops, quant
 
 F32 = np.float32
 DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
@@ -257,6 +257,18 @@ def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> N
             lambda: unscaled(a, b, c, chain=True), args.repeats)
         line(f"b200 {recipe} block-scaled, {rows:,} rows of K=64", ours, peer,
              "b200 e4m3 unscaled, same K", "<= 1x (issue 34)")
+    # The GEMM: ops.matmul of MX-quantized operands against the unscaled
+    # chained GEMM of the same E4M3 values (the tile path).
+    n = args.presets
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    y = rng.standard_normal((n, n)).astype(np.float32)
+    qx, qy = quant.quantize(x, "e4m3", "mx", axis=1), quant.quantize(y, "e4m3", "mx", axis=0)
+    mx = mma.preset("b200", "mxfp8")
+    ours, peer = median_pair(lambda: ops.matmul(qx, qy, accumulate=mx),
+                             lambda: ops.matmul(qx.data, qy.data, accumulate=unscaled, workers=1),
+                             args.repeats)
+    line(f"b200 mxfp8 GEMM {n}^3 (ops.matmul of MX operands)", ours, peer,
+         "b200 e4m3 unscaled GEMM, tiles", "<= 1x (issue 34)")
 
 
 def main() -> None:
