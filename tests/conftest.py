@@ -105,7 +105,9 @@ def _sigint_left_as_found():
         pytest.fail(f"the test left SIGINT's handler {after!r} (it was {before!r})")
 
 
-def _sigint_default() -> None:
+def sigint_default() -> None:
+    """A child's ``preexec_fn``: it starts with SIGINT's default action, so
+    that Python there turns Ctrl-C into KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -118,5 +120,5 @@ def ctrl_c():
     starts, inherit SIGINT ignored.)"""
     before = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield _sigint_default
+    yield sigint_default
     signal.signal(signal.SIGINT, before)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import sigint_default
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -110,20 +111,13 @@ def fp16_add(a, b):
 '''
 
 
-def _sigint_default() -> None:
-    """The child starts with SIGINT's default action (a shell's background
-    job passes it on ignored), so that Python there turns Ctrl-C into
-    KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def check_sweep(command: str, tmp: Path) -> None:
     # All 4,294,967,296 pairs take minutes: run it as written, then Ctrl-C
     # it once the kernel is running, as an impatient newcomer would.
     (tmp / "mykernels.py").write_text(KERNELS)
     proc = subprocess.Popen([sys.executable, "-m", "fpsim", *_args(command)], cwd=tmp,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(tmp), preexec_fn=_sigint_default)
+                            env=_env(tmp), preexec_fn=sigint_default)
     deadline = time.monotonic() + 120
     while not (tmp / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

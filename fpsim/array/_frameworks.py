@@ -149,11 +149,8 @@ def dtype_table() -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
-def to_framework(a: Any, like: Any, framework: str, codes: bool) -> Any:
+def to_framework(a: np.ndarray, like: Any, framework: str) -> Any:
     """A numpy array as ``like``'s framework's array on ``like``'s device."""
-    a = np.asarray(a)
-    if codes and a.dtype.kind not in "iub":
-        a = a.view(f"u{a.dtype.itemsize}")
     if framework == "torch":
         return _to_torch(a, like)
     if framework == "jax":
@@ -172,7 +169,7 @@ def _to_torch(a: np.ndarray, like: Any) -> Any:
     if target[0] == "float4_e2m1fn_x2":
         a = _pack_fp4(a)
     a = np.ascontiguousarray(a)  # torch.from_numpy takes no negative strides
-    if a.dtype.kind == "V" or name in _ML_DTYPES:
+    if name in _ML_DTYPES:
         t = torch.from_numpy(a.view(f"u{a.dtype.itemsize}")).view(getattr(torch, target[0]))
     else:
         t = torch.from_numpy(a)

@@ -184,10 +184,10 @@ def like(result: Any, other: Any, *, fmt: Format | str | None = None,
                             "leave fmt out for its integer codes")
         check_codes(a, fmt)
         a = a.astype(code_dtype(fmt)).view(dt)
+    if codes and a.dtype.kind not in "iub":
+        a = a.view(f"u{a.dtype.itemsize}")
     framework = _frameworks.framework_of(other)
-    if framework is None:
-        return a.view(f"u{a.dtype.itemsize}") if codes and a.dtype.kind not in "iub" else a
-    return _frameworks.to_framework(a, other, framework, codes)
+    return a if framework is None else _frameworks.to_framework(a, other, framework)
 
 
 def check_codes(a: np.ndarray, fmt: Format, label: str | None = None) -> None:

@@ -59,6 +59,7 @@ from .. import array as _array
 from ..context import Context
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
+from ._inputs import read_addend
 
 __all__ = ["BlockScaledParams", "BlockScaledModel", "KINDS", "RECIPES", "GPUS", "block_scaled"]
 
@@ -169,7 +170,7 @@ class BlockScaledModel:
         SA = self._scales(scale_a, "scale_a", rows, K)
         SB = self._scales(scale_b, "scale_b", rows, K)
         n = int(np.prod(rows, dtype=np.int64))
-        C = _addend(c, rows).reshape(n)
+        C = read_addend(c, FP32, rows).reshape(n)
         A, B = A.reshape(n, K), B.reshape(n, K)
         SA, SB = SA.reshape(n, -1), SB.reshape(n, -1)
         per = p.k // p.block
@@ -253,15 +254,13 @@ class BlockScaledModel:
             prods = A * B  # exact (elements of at most 8 bits), or IEEE's NaN/inf
         n = A.shape[0]
         if p.group == 1:
-            alpha, beta = SA[:, 0], SB[:, 0]
+            both = SA[:, 0] * SB[:, 0]  # a power of two (E8M0), or NaN
             with np.errstate(invalid="ignore", over="ignore"):
-                terms = prods * (alpha * beta)[:, None]
-            finite = np.isfinite(prods) & np.isfinite(terms)
-            safe = np.where(finite, terms, 0.0)
+                terms = prods * both[:, None]
+            safe = np.where(np.isfinite(terms), terms, 0.0)
             ea = _exponent(np.where(np.isfinite(A), A, 0.0), self.a_format.emin)
             eb = _exponent(np.where(np.isfinite(B), B, 0.0), self.b_format.emin)
-            sc = np.where(np.isfinite(alpha * beta), alpha * beta, 1.0)
-            e = ea + eb + (np.frexp(sc)[1] - 1)[:, None]
+            e = ea + eb + (np.frexp(np.where(np.isfinite(both), both, 1.0))[1] - 1)[:, None]
             e = np.where(safe == 0, p.zero_exponent, e)
         else:
             g = p.k // p.group
@@ -325,30 +324,6 @@ def _elements(x: Any, fmt: Format, label: str) -> np.ndarray:
         return _array.decode(codes, fmt)
 
 
-def _addend(c: Any, rows: tuple[int, ...]) -> np.ndarray:
-    """``c`` as float64 of shape ``rows``: FP32 values, or their codes
-    (integers); None is +0."""
-    if c is None:
-        return np.zeros(rows)
-    x = _array.engine.as_array(c)
-    if x.dtype.kind in "iu":
-        _array.engine.check_codes(x, FP32, "c")
-        x = x.astype(np.uint32).view(np.float32)
-    elif x.dtype != np.float32:
-        with np.errstate(over="ignore", invalid="ignore"):
-            held = x.astype(np.float32)
-        same = (held.astype(x.dtype) == x) | (np.isnan(held) & np.isnan(x))
-        if x.dtype.kind != "f" or not np.all(same):
-            raise TypeError(f"c is {x.dtype} with values FP32 lacks; accepted: float32 "
-                            "values (or others exact in FP32) or their uint32 codes")
-        x = held
-    try:
-        with np.errstate(invalid="ignore"):  # (signaling NaNs stay NaNs)
-            return np.broadcast_to(x.astype(np.float64), rows)
-    except ValueError:
-        raise ValueError(f"c of shape {x.shape} does not broadcast to the rows {rows}") from None
-
-
 def _padded(A: np.ndarray, B: np.ndarray, SA: np.ndarray, SB: np.ndarray,
             p: BlockScaledParams) -> tuple[np.ndarray, ...]:
     """One instruction's operands, zero products (scale 1) appended up to k."""
@@ -376,7 +351,9 @@ def block_scaled(gpu: str, recipe: str, *, a: Any = None, b: Any = None, scale: 
     >>> block_scaled("b200", "mxf4nvf4", scale="e8m0", block=16)
     <BlockScaledModel b200 mxf4nvf4 e2m1xe2m1 scale e8m0/16 k=64>
     """
-    key = gpu.lower().replace("_", "-").replace(" ", "-") if isinstance(gpu, str) else gpu
+    from .presets import _gpu_name  # (presets imports this module)
+
+    key = _gpu_name(gpu)
     if key not in GPUS:
         raise ValueError(f"block-scaled instructions are modelled on {', '.join(GPUS)}; "
                          f"got gpu={gpu!r}")
@@ -392,9 +369,9 @@ def block_scaled(gpu: str, recipe: str, *, a: Any = None, b: Any = None, scale: 
     row = KINDS[kind]
     fa, fb = (_element_name(x, d, kind) for x, d in ((a, da), (b, db)))
     sname = dscale if scale is None else str(scale).lower()
-    sblock = (dblock if scale is None else
-              next((bl for s, bl in row["scales"] if s == sname), dblock)) if block is None \
-        else block
+    sblock = block
+    if sblock is None:  # the kind's first block for that scale format
+        sblock = next((bl for s, bl in row["scales"] if s == sname), dblock)
     if (sname, sblock) not in row["scales"]:
         accepted = ", ".join(f"{s} per {bl}" for s, bl in row["scales"])
         raise ValueError(f"{kind} has no {sname} scale per {sblock} elements; accepted: "

@@ -19,6 +19,7 @@ from ..context import Context
 from ..formats import FP32
 from ..formats import format as _lookup
 from ..mma.blockscaled import BlockScaledModel
+from .operands import deliver
 
 
 def block_scaled_matmul(x: Any, y: Any, unit: BlockScaledModel, out: Any,
@@ -54,6 +55,4 @@ def block_scaled_matmul(x: Any, y: Any, unit: BlockScaledModel, out: Any,
     if out is None or _lookup(out) == FP32:
         return d
     dst = _lookup(out)
-    codes = array.convert(d.view(np.uint32), FP32, dst, ctx)
-    dt = array.value_dtype(dst)
-    return codes if dt is None else codes.view(dt)
+    return deliver(array.convert(d.view(np.uint32), FP32, dst, ctx), dst, True)

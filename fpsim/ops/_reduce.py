@@ -304,9 +304,9 @@ def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
     return deliver(steps.convert(quotient, acc_fmt, out_fmt), out_fmt, operand.typed)
 
 
-# Elements of the products computed in one call by matmul's blocked path.
 # The codes of one pairwise run of terms (_accumulate).
 _TREE_ELEMENTS = 1 << 16
+# Elements of the products computed in one call by matmul's blocked path.
 _BLOCK_ELEMENTS = 1 << 20
 
 
