@@ -33,7 +33,10 @@ Sections, each line with its reference and the issue's goal:
 9. ``blockscaled``: 10^5 rows of K = 64 through B200's block-scaled
    instructions (MXFP8, MXFP4, NVFP4, scales included, two instructions
    chained for MXFP8), against the unscaled B200 E4M3 instruction on as
-   many products (issue 34: goal <= 1x per multiply-add).
+   many products; and ``--presets`` (256) cubed GEMMs: ``ops.matmul`` of
+   MXFP8 and MXFP4 operands quantized from normal data, and MXFP8 codes of
+   every binade (every term cut), against the unscaled B200 E4M3 GEMM on
+   the tile path (issue 34: goal <= 1x per multiply-add).
 
 Run ``python benchmarks/bench_mma.py [--quick] [--only SECTION ...]`` on an
 idle machine.
@@ -268,6 +271,25 @@ def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> N
                              lambda: ops.matmul(qx.data, qy.data, accumulate=unscaled, workers=1),
                              args.repeats)
     line(f"b200 mxfp8 GEMM {n}^3 (ops.matmul of MX operands)", ours, peer,
+         "b200 e4m3 unscaled GEMM, tiles", "<= 1x (issue 34)")
+    q4x, q4y = quant.quantize(x, "e2m1", "mx", axis=1), quant.quantize(y, "e2m1", "mx", axis=0)
+    ours, peer = median_pair(
+        lambda: ops.matmul(q4x, q4y, accumulate=mma.preset("b200", "mxfp4")),
+        lambda: ops.matmul(qx.data, qy.data, accumulate=unscaled, workers=1), args.repeats)
+    line(f"b200 mxfp4 GEMM {n}^3 (ops.matmul of MX operands)", ours, peer,
+         "b200 e4m3 unscaled GEMM, tiles", "<= 1x (issue 34)")
+    # Codes of the whole E4M3 range (NaNs made finite): exponents too far
+    # apart for the exact lane, every term cut in the tile.
+    ca = rng.integers(0, 256, (n, n)).astype(np.uint8)
+    cb = rng.integers(0, 256, (n, n)).astype(np.uint8)
+    ca[(ca & 0x7F) == 0x7F] -= 1
+    cb[(cb & 0x7F) == 0x7F] -= 1
+    s = rng.integers(120, 135, (n, n // 32)).astype(np.uint8)
+    ea, eb = ca.view(ml_dtypes.float8_e4m3fn), cb.view(ml_dtypes.float8_e4m3fn)
+    ours, peer = median_pair(lambda: mx.gemm(ca, cb, s, s.T.copy()),
+                             lambda: ops.matmul(ea, eb, accumulate=unscaled, workers=1),
+                             args.repeats)
+    line(f"b200 mxfp8 GEMM {n}^3, E4M3 codes of every binade", ours, peer,
          "b200 e4m3 unscaled GEMM, tiles", "<= 1x (issue 34)")
 
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+
 NAN, INF, FIN = "nan", "inf", "fin"
+
+ELEMENTS = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
+WIDTH = {"e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6, "e2m1": 4}
 
 # name -> (exponent bits, mantissa bits, bias, has infinities, NaN only at all ones)
 LAYOUT = {"e4m3": (4, 3, 7, False, True), "e5m2": (5, 2, 15, True, False),
@@ -131,3 +136,29 @@ def gst_fdpa(a: list, b: list, c: int, sa: list, sb: list, scale: str, block: in
                       e_zero if zero else alpha[2] + beta[2]))
     terms.append((cc[1], e_zero if cc[1] == 0 else cc[2]))
     return _fused(terms, F)
+
+
+def codes(rng, name, shape, adversarial):
+    """Random element codes; adversarial: zeros, subnormals and near-max
+    magnitudes mixed in (test inputs, not part of the oracle)."""
+    top = 1 << WIDTH[name]
+    c = rng.integers(0, top, shape, dtype=np.uint16)
+    if adversarial:
+        # zeros, the largest magnitudes and subnormals (exponent field 0)
+        pick = rng.random(shape)
+        c = np.where(pick < 0.2, 0, c)
+        sub = rng.integers(0, 1 << (WIDTH[name] - 1 - {"e4m3": 4, "e5m2": 5, "e3m2": 3,
+                                                         "e2m3": 2, "e2m1": 2}[name]), shape)
+        c = np.where((pick >= 0.2) & (pick < 0.4), sub, c)
+        c = np.where((pick >= 0.4) & (pick < 0.5), top // 2 - 2, c)   # near the max
+    return c.astype(np.uint8)
+
+
+def fp32_codes(rng, n, adversarial):
+    """Random FP32 codes of c; adversarial: values of every binade and zeros."""
+    if not adversarial:
+        return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    v = rng.standard_normal(n) * np.exp2(rng.integers(-150, 128, n))
+    v[rng.random(n) < 0.2] = 0.0
+    with np.errstate(over="ignore"):  # (beyond FP32's range: infinities)
+        return v.astype(np.float32).view(np.uint32)

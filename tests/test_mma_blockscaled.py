@@ -12,35 +12,12 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from blockscaled_oracle import gst_fdpa, st_fdpa
+from blockscaled_oracle import ELEMENTS, WIDTH, gst_fdpa, st_fdpa
+from blockscaled_oracle import codes as _codes
+from blockscaled_oracle import fp32_codes as _fp32_codes
 
 from fpsim import mma
 from fpsim.mma import blockscaled
-
-ELEMENTS = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
-WIDTH = {"e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6, "e2m1": 4}
-
-
-def _codes(rng, name, shape, adversarial):
-    top = 1 << WIDTH[name]
-    c = rng.integers(0, top, shape, dtype=np.uint16)
-    if adversarial:
-        # zeros, the largest magnitudes and subnormals (exponent field 0)
-        pick = rng.random(shape)
-        c = np.where(pick < 0.2, 0, c)
-        sub = rng.integers(0, 1 << (WIDTH[name] - 1 - {"e4m3": 4, "e5m2": 5, "e3m2": 3,
-                                                         "e2m3": 2, "e2m1": 2}[name]), shape)
-        c = np.where((pick >= 0.2) & (pick < 0.4), sub, c)
-        c = np.where((pick >= 0.4) & (pick < 0.5), top // 2 - 2, c)   # near the max
-    return c.astype(np.uint8)
-
-
-def _fp32_codes(rng, n, adversarial):
-    if not adversarial:
-        return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-    v = rng.standard_normal(n) * np.exp2(rng.integers(-150, 128, n))
-    v[rng.random(n) < 0.2] = 0.0
-    return v.astype(np.float32).view(np.uint32)
 
 
 @pytest.mark.parametrize("fa, fb", list(itertools.product(ELEMENTS, ELEMENTS)))
@@ -245,12 +222,12 @@ def _chain_st(a_row, b_col, sa_row, sb_col, fa, fb):
     return code
 
 
-def _chain_gst(a_row, b_col, sa_row, sb_col, block):
+def _chain_gst(a_row, b_col, sa_row, sb_col, block, scale="e8m0"):
     code, per = 0, 64 // block
     for j in range(len(a_row) // 64):
         s = slice(64 * j, 64 * (j + 1))
         code = gst_fdpa(a_row[s], b_col[s], code, sa_row[per * j:per * (j + 1)],
-                        sb_col[per * j:per * (j + 1)], "e8m0", block)
+                        sb_col[per * j:per * (j + 1)], scale, block)
     return code
 
 
@@ -291,10 +268,40 @@ def test_matmul_of_quantized_operands_refuses_what_does_not_fit():
     with pytest.raises(ValueError, match="y holds e5m2 elements with e8m0 scales per 32; the "
                                          "instruction takes e4m3"):
         ops.matmul(qx, quant.quantize(x.T.copy(), "e5m2", "mx", axis=0), accumulate=unit)
-    nv = quant.quantize(x, "e2m1", "nvfp4", axis=1)
-    with pytest.raises(ValueError, match="per-tensor FP32 scale"):
-        ops.matmul(nv, quant.quantize(x.T.copy(), "e2m1", "nvfp4", axis=0),
-                   accumulate=mma.preset("b200", "nvfp4"))
+    with pytest.raises(ValueError, match="holds e2m1 elements with ue4m3 scales per 16"):
+        ops.matmul(quant.quantize(x, "e2m1", "nvfp4", axis=1),
+                   quant.quantize(x.T.copy(), "e2m1", "mx", axis=0),
+                   accumulate=mma.preset("b200", "mxfp4"))
     with pytest.raises(ValueError, match="takes none of split_k"):
         ops.matmul(qx, quant.quantize(x.T.copy(), "e4m3", "mx", axis=0), accumulate=unit,
                    split_k=2)
+
+
+@pytest.mark.parametrize("out", [None, "bf16", "fp16"])
+def test_matmul_of_nvfp4_results_applies_the_tensor_scales_in_the_epilogue(out):
+    """The tensor core's chained sums (the oracle), then Transformer
+    Engine's alpha and cuBLASLt's FP32 epilogue, computed here with
+    numpy's float32 arithmetic (IEEE's) from the tensors' own amaxes:
+    alpha = ((1 × amax_x) × amax_w) × float(double(1 / (6·6·448·448)))."""
+    from fpsim import ops, quant
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((3, 128)) * 40).astype(np.float32)
+    w = (rng.standard_normal((128, 4)) / 7).astype(np.float32)
+    qx = quant.quantize(x, "e2m1", "nvfp4", axis=1)
+    qw = quant.quantize(w, "e2m1", "nvfp4", axis=0)
+    got = np.asarray(ops.matmul(qx, qw, accumulate=mma.preset("rtx-pro-6000", "nvfp4"),
+                                out=out))
+    ca, sa = qx.block_operand()[:2]
+    cb, sb = qw.block_operand()[:2]
+    acc = np.array([[_chain_gst(ca[i].tolist(), cb[:, j].tolist(), sa[i].tolist(),
+                                sb[:, j].tolist(), 16, "ue4m3") for j in range(4)]
+                    for i in range(3)], np.uint32).view(np.float32)
+    inv = np.float32(np.float64(1.0) / np.float64(6 * 6 * 448 * 448))
+    alpha = np.float32(1.0) * np.abs(x).max() * np.abs(w).max() * inv
+    want = (alpha * acc).astype(np.float32)
+    if out is not None:
+        want = want.astype({"bf16": ml_dtypes.bfloat16, "fp16": np.float16}[out])
+    assert got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    # the scaled sum is near the float64 product of the dequantized operands
+    ref = qx.dequantize() @ qw.dequantize()
+    assert np.allclose(got.astype(np.float64), ref, rtol=2e-2, atol=0.05)

@@ -114,3 +114,46 @@ def test_fp4_kinds_equal_mmasim(kind, scale, block, adversarial):
     unit = mma.block_scaled("b200", kind, scale=fscale, block=block)
     got = _ours(unit, a, b.copy(), c, sa, sb)
     assert np.array_equal(got, want), f"{int((got != want).sum())} of {got.size} differ"
+
+
+@pytest.mark.parametrize("kind, fa, fb, scale, block", [
+    ("mxf8f6f4", "e4m3", "e4m3", "ue8m0", 32), ("mxf8f6f4", "e5m2", "e2m1", "ue8m0", 32),
+    ("mxf4", "e2m1", "e2m1", "ue8m0", 32), ("mxf4nvf4", "e2m1", "e2m1", "ue4m3", 16)])
+def test_the_gemm_tiles_equal_mmasim_chained_along_k(kind, fa, fb, scale, block):
+    """BlockScaledModel.gemm (the tile path, its exact and cut lanes) on
+    data of a kernel's kind (elements of a few binades, scales near 1)
+    against MMA-Sim's instruction run along K, each result the next c."""
+    rng = np.random.default_rng(len(kind) + block)
+    K, k = 256, (32 if kind == "mxf8f6f4" else 64)
+    mask = {"e4m3": 0x3F, "e5m2": 0x3F, "e2m1": 0x7}
+    a = rng.integers(0, 256, (M, K)).astype(np.uint8) & mask[fa] | 0x20 * (fa != "e2m1")
+    a |= (rng.integers(0, 2, (M, K)) << (WIDTH[fa] - 1)).astype(np.uint8)   # signs
+    b = rng.integers(0, 256, (K, N)).astype(np.uint8) & mask[fb] | 0x20 * (fb != "e2m1")
+    b |= (rng.integers(0, 2, (K, N)) << (WIDTH[fb] - 1)).astype(np.uint8)
+    lo, hi = (0x30, 0x40) if scale == "ue4m3" else (120, 134)
+    sa = rng.integers(lo, hi, (M, K // block)).astype(np.uint8)
+    sb = rng.integers(lo, hi, (K // block, N)).astype(np.uint8)
+    c = (rng.standard_normal((M, N)) * 4).astype(np.float32)
+    fscale = "ue4m3" if scale == "ue4m3" else "e8m0"
+    sdt = torch.float8_e4m3fn if scale == "ue4m3" else torch.float8_e8m0fnu
+    shape = f"m128n8k{k}.kind::{kind}.block{block}.f32.{fa}.{fb}.{scale}"
+    op = nv.TCGen05MMABlockScale("Blackwell", shape)
+    acc = torch.from_numpy(c.copy())
+    per = k // block
+    for j in range(K // k):
+        x, y = a[:, j * k:(j + 1) * k], b[j * k:(j + 1) * k]
+        if kind == "mxf8f6f4":
+            x, y = _container(x.copy(), fa), _container(y.copy(), fb)
+        else:
+            x = torch.from_numpy((x[:, 0::2] << 4) | x[:, 1::2])
+            y = torch.from_numpy((y[0::2, :] << 4) | y[1::2, :])
+        acc = op(x, y, acc, torch.from_numpy(sa[:, j * per:(j + 1) * per].copy()).view(sdt),
+                 torch.from_numpy(sb[j * per:(j + 1) * per].copy()).view(sdt))
+    want = acc.numpy().view(np.uint32)
+    if kind == "mxf8f6f4":
+        unit = mma.block_scaled("b200", "mxfp8", a=fa, b=fb)
+    else:
+        unit = mma.block_scaled("b200", kind, scale=fscale, block=block)
+    got = unit.gemm(a, b, sa, sb, c).view(np.uint32)
+    assert np.isfinite(got.view(np.float32)).all()
+    assert np.array_equal(got, want), f"{int((got != want).sum())} of {got.size} differ"

@@ -56,9 +56,10 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
-from ..context import Context
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
+from . import _blocktile
+from ._blocktile import to_fp32
 from ._inputs import read_addend
 
 __all__ = ["BlockScaledParams", "BlockScaledModel", "KINDS", "RECIPES", "GPUS", "block_scaled"]
@@ -91,7 +92,7 @@ RECIPES: dict[str, tuple[str, str, str, str, int]] = {
 GPUS = ("b200", "rtx-pro-6000")
 
 _NAN32 = 0x7FFFFFFF
-_INF32 = 0x7F800000
+_INF32 = _blocktile._INF32
 
 
 @dataclass(frozen=True)
@@ -171,23 +172,36 @@ class BlockScaledModel:
         SB = self._scales(scale_b, "scale_b", rows, K)
         n = int(np.prod(rows, dtype=np.int64))
         C = read_addend(c, FP32, rows).reshape(n)
-        A, B = A.reshape(n, K), B.reshape(n, K)
-        SA, SB = SA.reshape(n, -1), SB.reshape(n, -1)
+        codes = self._chain(A.reshape(n, K), B.reshape(n, K), SA.reshape(n, -1),
+                            SB.reshape(n, -1), C)
+        return codes.view(np.float32).reshape(rows)
+
+    def _chain(self, A: np.ndarray, B: np.ndarray, SA: np.ndarray, SB: np.ndarray,
+               C: np.ndarray) -> np.ndarray:
+        """FP32 codes of the instructions chained along K, row by row
+        (float64 values: elements ``(n, K)``, scales ``(n, K / block)``, ``c``
+        ``(n,)``)."""
+        p = self.params
         per = p.k // p.block
-        blocks = max(1, -(-K // p.k))
-        codes = np.zeros(n, np.uint32)
+        blocks = max(1, -(-A.shape[1] // p.k))
+        codes = np.zeros(A.shape[0], np.uint32)
         for j in range(blocks):
             sl, ss = slice(j * p.k, (j + 1) * p.k), slice(j * per, (j + 1) * per)
             codes = self._instruction(*_padded(A[:, sl], B[:, sl], SA[:, ss], SB[:, ss], p), C)
             C = codes.view(np.float32).astype(np.float64)
-        return codes.view(np.float32).reshape(rows)
+        return codes
 
     def gemm(self, a: Any, b: Any, scale_a: Any, scale_b: Any, c: Any = None) -> np.ndarray:
         """The GEMM a kernel builds on the instruction: ``a`` (M×K) and
         ``b`` (K×N) element codes or values, ``scale_a`` (M × K/block) and
         ``scale_b`` (K/block × N); each output is the chain of instructions
-        along K from ``c`` (M×N FP32, default +0).  Computed in blocks of
-        rows (bounded memory).
+        along K from ``c`` (M×N FP32, default +0).  Returns float32 (M×N).
+
+        Computed a tile of outputs at a time (``fpsim/mma/_blocktile.py``,
+        proven equal to the instruction chained output by output); an
+        output whose row or column holds a NaN or infinite element or a NaN
+        scale, or whose ``c`` is not finite, is computed by the instruction
+        itself.
 
         >>> import numpy as np
         >>> unit = block_scaled("b200", "mxfp8")
@@ -197,27 +211,49 @@ class BlockScaledModel:
         array([[64., 64.],
                [64., 64.]], dtype=float32)
         """
+        p = self.params
         A = _array.engine.as_array(a)
         B = _array.engine.as_array(b)
-        SA = _array.engine.as_array(scale_a)
-        SB = _array.engine.as_array(scale_b)
         if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
             raise ValueError(f"gemm() takes a (M, K) and b (K, N); got {A.shape} and {B.shape}")
         M, K = A.shape
         N = B.shape[1]
-        C = None if c is None else np.broadcast_to(_array.engine.as_array(c), (M, N))
-        out = np.empty((M, N), np.float32)
-        step = max(1, (1 << 21) // max(N * K, 1))
-        for i in range(0, M, step):
-            rows = slice(i, min(M, i + step))
-            m = rows.stop - rows.start
-            out[rows] = self(np.broadcast_to(A[rows, None, :], (m, N, K)),
-                             np.broadcast_to(B.T[None], (m, N, K)),
-                             None if C is None else C[rows],
-                             scale_a=np.broadcast_to(SA[rows, None, :], (m, N, SA.shape[1])),
-                             scale_b=np.broadcast_to(SB.T[None], (m, N, SB.shape[0])),
-                             chain=True)
-        return out
+        if K % p.block:
+            raise ValueError(f"K={K} is not a multiple of the scale block ({p.block} elements "
+                             f"per {p.scale} scale of {p.kind})")
+        SB = _array.engine.as_array(scale_b)
+        if SB.shape != (K // p.block, N):
+            raise ValueError(f"scale_b has shape {SB.shape}; accepted {(K // p.block, N)} "
+                             f"(one {p.scale} scale per {p.block} elements of K={K}, per "
+                             f"column of b)")
+        va = _elements(A, self.a_format, "a")
+        vb = _elements(B, self.b_format, "b")
+        sa = self._scales(scale_a, "scale_a", (M,), K)
+        sb = self._scales(SB.T, "scale_b", (N,), K).T
+        C = read_addend(c, FP32, (M, N))
+        out = np.empty((M, N), np.uint32)
+        if not out.size:
+            return out.view(np.float32)
+        # outputs the instruction computes itself: non-finite elements or
+        # scales in their row or column, a non-finite c (and K = 0)
+        rows = ~(np.isfinite(va).all(axis=1) & np.isfinite(sa).all(axis=1))
+        cols = ~(np.isfinite(vb).all(axis=0) & np.isfinite(sb).all(axis=0))
+        own = rows[:, None] | cols[None, :] | ~np.isfinite(C) | (K == 0)
+        if not own.all():  # the rest on the tile path, given finite stand-ins
+            fa, fsa, fb, fsb = va, sa, vb, sb
+            if rows.any():
+                fa, fsa = np.where(rows[:, None], 0.0, va), np.where(rows[:, None], 1.0, sa)
+            if cols.any():
+                fb, fsb = np.where(cols, 0.0, vb), np.where(cols, 1.0, sb)
+            out[...] = _blocktile.chain(p, fa, fb, fsa, fsb,
+                                        np.where(own, 0.0, C) if own.any() else C,
+                                        (self.a_format, self.b_format, self.scale_format))
+        m, n = np.nonzero(own)
+        step = max(1, (1 << 21) // max(K, 1))
+        for i in range(0, m.size, step):
+            mi, ni = m[i:i + step], n[i:i + step]
+            out[mi, ni] = self._chain(va[mi], vb[:, ni].T, sa[mi], sb[:, ni].T, C[mi, ni])
+        return out.view(np.float32)
 
     def _scales(self, s: Any, label: str, rows: tuple[int, ...], K: int) -> np.ndarray:
         """The scales as float64 values (NaN for the NaN codes), shape
@@ -288,13 +324,7 @@ class BlockScaledModel:
         mags = np.floor(np.ldexp(np.abs(safe), shift))
         total = (np.copysign(mags, safe).sum(axis=1)
                  + np.copysign(np.floor(np.ldexp(np.abs(finite_c), F - emax)), finite_c))
-        value = np.ldexp(total, emax - F)
-        ctx = Context(rounding="rtz")
-        codes = _array.encode(value, FP32, ctx).astype(np.uint32)
-        big = np.abs(value) >= 2.0**128
-        codes = np.where(big, np.where(value < 0, _INF32 | 0x80000000, _INF32), codes)
-        # A zero result is +0, also one that truncates to zero below 2**-149.
-        codes = np.where(codes & 0x7FFFFFFF, codes, 0).astype(np.uint32)
+        codes = to_fp32(np.ldexp(total, emax - F))
         # Specials: the IEEE sum of the exact terms and c decides.
         with np.errstate(invalid="ignore", over="ignore"):
             ieee = terms.sum(axis=1) + C

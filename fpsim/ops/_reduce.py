@@ -555,12 +555,14 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     ``accumulate=`` a block-scaled instruction
     (``fpsim.mma.preset("b200", "mxfp8")``, :mod:`fpsim.mma.blockscaled`):
     ``x`` and ``y`` are :func:`fpsim.quant.quantize` results with ``"mx"``
-    scaling, ``x`` quantized along K (axis 1), ``y`` along K (axis 0), of the
-    instruction's element formats and block; their element and scale codes
-    go to the instruction, chained along K from +0; the FP32 result is
-    converted to ``out``.  NVFP4 operands, whose per-tensor scale a library
-    applies outside the instruction, are refused until that step is
-    modelled.
+    or ``"nvfp4"`` scaling, ``x`` quantized along K (axis 1), ``y`` along K
+    (axis 0), of the instruction's element formats and block; their element
+    and scale codes go to the instruction, chained along K from +0
+    (:meth:`fpsim.mma.blockscaled.BlockScaledModel.gemm`).  NVFP4's per-tensor scales
+    are then applied as Transformer Engine applies them, as cuBLASLt's
+    ``alpha`` (``1 × amax_x × amax_y / (6·6·448·448)`` in FP32, then
+    ``alpha × acc`` rounded to FP32: ``fpsim/ops/_blockgemm.py``).  The
+    FP32 result is converted to ``out``.
 
     >>> import fpsim.mma
     >>> h100 = fpsim.mma.preset("h100", "e4m3")       # k = 32

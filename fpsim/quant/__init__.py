@@ -27,11 +27,11 @@ from ._elements import (
 )
 from ._loss_scaling import LossScaler, ScaleSweep, StepRecord, scale_sweep
 from ._mx import SCALE_ROUNDINGS
-from ._quantize import Quantized, Recipe, quantize
+from ._quantize import BlockOperand, Quantized, Recipe, quantize
 from ._report import QuantReport, error_report
 from ._table import scale_table
 
-__all__ = ["quantize", "Quantized", "Recipe", "error_report", "QuantReport", "DelayedScaling",
-           "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "IntFormat", "INT8", "INT4",
-           "INT2", "INT1", "MXINT8", "INT8_SYM", "INT4_SYM", "INT2_SYM", "MXINT8_SYM",
-           "INT_FORMATS", "SCALE_ROUNDINGS", "scale_table"]
+__all__ = ["quantize", "Quantized", "BlockOperand", "Recipe", "error_report", "QuantReport",
+           "DelayedScaling", "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "IntFormat",
+           "INT8", "INT4", "INT2", "INT1", "MXINT8", "INT8_SYM", "INT4_SYM", "INT2_SYM",
+           "MXINT8_SYM", "INT_FORMATS", "SCALE_ROUNDINGS", "scale_table"]

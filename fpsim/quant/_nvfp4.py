@@ -26,7 +26,9 @@ context's settings, flags to the context):
    included) and ``saturate``.
 
 ``dequantize()`` gives ``element × S_b / s_enc``, exactly, rounded once to
-float64.
+float64.  ``tensor_amax`` of the result is ``amax_t`` (FP32, after the
+floor), from which a GEMM's per-tensor factor is computed
+(:func:`fpsim.ops.matmul` with a block-scaled unit).
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
                                      rounding, saturate, rng)
     return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
                      _deliver(amax_b32, FP32), E2M1, E4M3, recipe,
-                     saturated, groups, tensor_scale=_deliver(s_enc, FP32))
+                     saturated, groups, tensor_scale=_deliver(s_enc, FP32),
+                     tensor_amax=_deliver(amax_t32, FP32))
 
 
 _FP32_MAX = np.uint32(0x7F7FFFFF)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from ..ops.operands import Operand, declared
 from . import _checks
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
 
-__all__ = ["Recipe", "Quantized", "quantize"]
+__all__ = ["Recipe", "Quantized", "BlockOperand", "quantize"]
 
 SCALE_RULES = ("amax/max", "max/amax")
 
@@ -89,6 +89,25 @@ class Recipe:
                 f"{_saturation_words(self.saturate)}")
 
 
+class BlockOperand(NamedTuple):
+    """What a block-scaled matrix instruction reads of a quantized operand
+    (:meth:`Quantized.block_operand`): element ``codes`` and ``scales``
+    (uint8 codes, shaped like the blocks), the ``element`` and ``scale``
+    format names, the ``block`` length and the ``axis`` the blocks run
+    along; NVFP4's per-tensor ``tensor_scale`` (the FP32 encode scale
+    ``448 × 6 / amax``) and ``tensor_amax`` (the FP32 amax it was computed
+    from), None for MX."""
+
+    codes: np.ndarray
+    scales: np.ndarray
+    element: str
+    scale: str
+    block: int
+    axis: int
+    tensor_scale: np.ndarray | None
+    tensor_amax: np.ndarray | None
+
+
 @dataclass
 class Quantized:
     """The result of :func:`quantize`.
@@ -114,18 +133,24 @@ class Quantized:
     saturated: np.ndarray = field(repr=False)
     _groups: Any = field(repr=False)
     tensor_scale: np.ndarray | None = None
+    tensor_amax: np.ndarray | None = None
 
-    def block_operand(self) -> tuple[np.ndarray, np.ndarray, str, str, int, int, Any]:
+    def block_operand(self) -> BlockOperand:
         """The operand of a block-scaled matrix instruction
-        (:mod:`fpsim.mma.blockscaled`): ``(element codes, scale codes,
-        element format name, scale format name, block, axis, tensor_scale)``
-        of MX (E8M0 scales) or NVFP4 (UE4M3 scales, and the per-tensor FP32
-        scale) results; a ValueError for the other scalings.
+        (:mod:`fpsim.mma.blockscaled`), a :class:`~fpsim.quant.BlockOperand`: element
+        codes, scale codes, element format name, scale format name, block,
+        axis, and NVFP4's per-tensor FP32 encode scale and the amax it came
+        from (None for MX) of MX (E8M0 scales) or NVFP4 (UE4M3 scales)
+        results; a ValueError for the other scalings.
 
         >>> q = quantize(np.float32([[1.0] * 32]), "e4m3", "mx", axis=1)
-        >>> codes, scales, elem, scale, block, axis, ts = q.block_operand()
-        >>> int(codes[0, 0]), int(scales[0, 0]), elem, scale, block, axis, ts   # 256 * 2**-8
-        (120, 119, 'e4m3', 'e8m0', 32, 1, None)
+        >>> op = q.block_operand()
+        >>> int(op.codes[0, 0]), int(op.scales[0, 0]), op.element, op.scale, op.block, op.axis
+        (120, 119, 'e4m3', 'e8m0', 32, 1)
+        >>> q = quantize(np.float32([[3.0] * 16]), "e2m1", "nvfp4", axis=1)
+        >>> op = q.block_operand()
+        >>> float(op.tensor_scale), float(op.tensor_amax)         # 448 * 6 / amax
+        (896.0, 3.0)
         """
         kind = self.recipe.scaling
         if kind not in ("mx", "nvfp4"):
@@ -135,8 +160,9 @@ class Quantized:
         name = getattr(elem, "name", str(elem))
         codes = _codes(self.data, elem)
         scales = np.asarray(self.scale).view(np.uint8)
-        return (codes, scales, name, "e8m0" if kind == "mx" else "ue4m3",
-                int(self.recipe.block_size), int(self.recipe.axis), self.tensor_scale)
+        return BlockOperand(codes, scales, name, "e8m0" if kind == "mx" else "ue4m3",
+                            int(self.recipe.block_size), int(self.recipe.axis),
+                            self.tensor_scale, self.tensor_amax)
 
     @quiet
     def dequantize(self) -> np.ndarray:
