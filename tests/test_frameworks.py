@@ -252,6 +252,15 @@ def test_torch_dtypes_read_as_their_codes(name):
         table = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]     # OCP MX v1.0, E2M1
         hand = [(-1 if c & 8 else 1) * table[c & 7] for c in expect]
         assert a.astype(np.float64).tolist() == hand
+        # 2-D: the codes pair along the axis the bytes run along in memory
+        grid = pairs.reshape(16, 16)
+        rows = array.as_numpy(torch.from_numpy(grid).view(torch.float4_e2m1fn_x2))
+        assert rows.shape == (16, 32) and (rows.view(np.uint8) == expect.reshape(16, 32)).all()
+        cols = array.as_numpy(torch.from_numpy(grid).view(torch.float4_e2m1fn_x2).t())
+        assert cols.shape == (32, 16) and (cols.view(np.uint8) == expect.reshape(16, 32).T).all()
+        every_other = array.as_numpy(torch.from_numpy(grid).view(torch.float4_e2m1fn_x2)[:, ::2])
+        assert (every_other.view(np.uint8) == expect.reshape(16, 16, 2)[:, ::2].reshape(16, 16)
+                ).all()
         return
     ints = np.dtype(f"u{dt.itemsize}") if dt.kind != "i" else dt
     codes = all_codes(np_name) if dt.kind in "fV" else \
@@ -318,6 +327,27 @@ def test_torch_errors():
     with pytest.raises(TypeError, match="torch has no dtype for float6_e3m2fn results"):
         array.like(np.zeros(2, ml_dtypes.float6_e3m2fn), t)
     assert array.like(np.zeros(2, ml_dtypes.float6_e3m2fn), t, codes=True).dtype == torch.uint8
+
+
+def test_block_scaled_gemm_reads_packed_fp4_and_scale_tensors():
+    """A kernel's own NVFP4 operands: E2M1 packed two a byte in
+    ``torch.float4_e2m1fn_x2`` (low nibble first, as torch._scaled_mm
+    hands them to cuBLAS) and UE4M3 scales as ``torch.float8_e4m3fn``,
+    give the bits of the same operands as unpacked codes."""
+    torch = _torch()
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 16, (6, 64)).astype(np.uint8)
+    b = rng.integers(0, 16, (64, 5)).astype(np.uint8)
+    sa = rng.integers(0x30, 0x40, (6, 4)).astype(np.uint8)
+    sb = rng.integers(0x30, 0x40, (4, 5)).astype(np.uint8)
+    unit = mma.preset("b200", "nvfp4")
+    want = unit.gemm(a, b, sa, sb)
+    packed_a = torch.from_numpy(a[:, 0::2] | (a[:, 1::2] << 4)).view(torch.float4_e2m1fn_x2)
+    packed_bt = torch.from_numpy(np.ascontiguousarray(b.T[:, 0::2] | (b.T[:, 1::2] << 4)))
+    got = unit.gemm(packed_a, packed_bt.view(torch.float4_e2m1fn_x2).T,
+                    torch.from_numpy(sa).view(torch.float8_e4m3fn),
+                    torch.from_numpy(sb).view(torch.float8_e4m3fn))
+    assert bits(got) == bits(want)
 
 
 def test_torch_cuda_tensors():

@@ -23,7 +23,10 @@ import numpy as np
 # torch dtype name -> (numpy or ml_dtypes dtype name, elements per torch element).
 # float4_e2m1fn_x2 holds two E2M1 codes per byte, the first in the low nibble
 # (bits 3..0), as torch._scaled_mm hands NVFP4/MXFP4 operands to cuBLAS: a
-# tensor of shape (..., n) is read as n * 2 float4_e2m1fn elements.
+# byte's two codes are neighbours along the axis its bytes run along in
+# memory, so a contiguous tensor of shape (..., n) is read as (..., 2n)
+# float4_e2m1fn elements, and a transposed one (b.t() of a (N, K/2) tensor,
+# as _scaled_mm takes B) as (K, N).
 TORCH_DTYPES: dict[str, tuple[str, int]] = {
     "float64": ("float64", 1), "float32": ("float32", 1), "float16": ("float16", 1),
     "bfloat16": ("bfloat16", 1), "float8_e4m3fn": ("float8_e4m3fn", 1),
@@ -72,12 +75,20 @@ def _np_dtype(name: str) -> np.dtype:
 
 def _unpack_fp4(a: np.ndarray) -> np.ndarray:
     """Bytes of two E2M1 codes (low nibble first) as float4_e2m1fn elements,
-    the last axis doubled (a 0-d pair becomes 2 elements)."""
+    the axis the bytes run along in memory doubled: the last of a C-ordered
+    array, else the axis of the smallest stride among those longer than 1
+    (the later one on a tie).  A 0-d pair becomes 2 elements."""
     a = np.atleast_1d(a)
-    out = np.empty(a.shape[:-1] + (2 * a.shape[-1],), np.uint8)
-    out[..., 0::2] = a & 0xF
-    out[..., 1::2] = a >> 4
-    return out.view(_np_dtype("float4_e2m1fn"))
+    axis = a.ndim - 1
+    if not a.flags.c_contiguous:
+        longer = [i for i in range(a.ndim) if a.shape[i] > 1]
+        if longer:
+            axis = min(reversed(longer), key=lambda i: abs(a.strides[i]))
+    b = np.moveaxis(a, axis, -1)
+    out = np.empty(b.shape[:-1] + (2 * b.shape[-1],), np.uint8)
+    out[..., 0::2] = b & 0xF
+    out[..., 1::2] = b >> 4
+    return np.moveaxis(out, -1, axis).view(_np_dtype("float4_e2m1fn"))
 
 
 def _pack_fp4(a: np.ndarray) -> np.ndarray:

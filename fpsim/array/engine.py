@@ -132,8 +132,10 @@ def as_numpy(x: Any) -> np.ndarray:
     CuPy arrays become numpy arrays of the same values, their dtypes read as
     ml_dtypes' (``torch.bfloat16`` as ``bfloat16``, ``torch.float8_e4m3fn``
     as ``float8_e4m3fn``, ...).  ``torch.float4_e2m1fn_x2`` holds two E2M1
-    codes per byte, the first in the low nibble: a tensor of shape
-    ``(..., n)`` is read as ``(..., 2 * n)`` ``float4_e2m1fn`` values.
+    codes per byte, the first in the low nibble, neighbours along the axis
+    the bytes run along in memory: a contiguous tensor of shape ``(..., n)``
+    is read as ``(..., 2 * n)`` ``float4_e2m1fn`` values, its transpose as
+    ``(2 * n, ...)``.
     fpsim imports no framework: it recognises the object's class.  Other
     objects are read through ``__array__`` or DLPack.
 
