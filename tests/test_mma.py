@@ -346,7 +346,8 @@ def test_mismatched_shapes_are_errors():
     m = mma.preset("v100", "fp16")
     with pytest.raises(ValueError, match="same shape"):
         m(np.ones((2, 4), np.float16), np.ones((3, 4), np.float16), np.zeros(2, np.float32))
-    with pytest.raises(ValueError, match=r"c must have shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"c must have the outputs' shape \(2,\) \(or one that "
+                                         r"broadcasts to it\); got \(3,\)"):
         m(np.ones((2, 4), np.float16), np.ones((2, 4), np.float16), np.zeros(3, np.float32))
 
 
@@ -356,7 +357,9 @@ def test_wrong_dtypes_are_type_errors_naming_the_accepted_ones():
     with pytest.raises(TypeError, match="not e4m3; accepted: arrays of dtype float8_e4m3fn"):
         m(x, x, np.float32([0]))
     y = np.ones((1, 32), ml_dtypes.float8_e4m3fn)
-    with pytest.raises(TypeError, match="c: dtype float16 is not fp32"):
+    with pytest.raises(TypeError, match="c: dtype float16 is not fp32; accepted: arrays of dtype "
+                                        "float32, unsigned integer codes of fp32, or a Python "
+                                        "number exact in fp32"):
         m(y, y, np.float16([0]))
     with pytest.raises(TypeError, match="without fmt="):
         m(y.view(np.uint8), y.view(np.uint8), np.float32([0]))

@@ -194,6 +194,17 @@ def test_gemm_refuses_bad_shapes():
         unit.gemm(a[:, :48], a[:, :48].T, s, s)
     with pytest.raises(ValueError, match=r"gemm\(\) takes a \(M, K\) and b \(K, N\)"):
         unit.gemm(a, a, s, s)
+    with pytest.raises(ValueError, match=r"c must have the outputs' shape \(2, 2\)"):
+        unit.gemm(a, a.T, s, s.T, np.zeros((3, 3), np.float32))
+    with pytest.raises(TypeError, match="c: dtype float64 is not fp32; accepted: arrays of "
+                                        "dtype float32, unsigned integer codes of fp32"):
+        unit.gemm(a, a.T, s, s.T, np.zeros((2, 2)))
+    with pytest.raises(TypeError, match="a is float64; accepted: unsigned integer codes of "
+                                        "e4m3 or float8_e4m3fn values"):
+        unit.gemm(a.astype(float), a.T, s, s.T)
+    with pytest.raises(TypeError, match="scale_a is float32; accepted: uint8 codes or "
+                                        "float8_e8m0fnu values"):
+        unit.gemm(a, a.T, s.astype(np.float32), s.T)
 
 
 def _windowed(rng, name, shape, along):

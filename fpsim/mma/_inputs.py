@@ -102,11 +102,17 @@ def read_addend(c: Any, out: Format, rows: tuple[int, ...]) -> np.ndarray:
         if not (held == values or np.isnan(values)):
             raise ValueError(f"c={c!r} is not exact in {out.name}")
     else:
+        dt = _array.value_dtype(out)
+        if dt is not None and cv.dtype.newbyteorder("=") != dt:
+            # (integers are codes here, without fmt=)
+            raise TypeError(f"c: dtype {cv.dtype} is not {out.name}; accepted: arrays of dtype "
+                            f"{dt.name}, unsigned integer codes of {out.name}, or a Python "
+                            f"number exact in {out.name}")
         values = _values(cv, out, "c", False)
     if values.shape != rows:
         try:
             values = np.broadcast_to(values, rows)
         except ValueError:
-            raise ValueError(f"c must have shape {rows} (a's shape without its last axis); "
-                             f"got {values.shape}") from None
+            raise ValueError(f"c must have the outputs' shape {rows} (or one that broadcasts "
+                             f"to it); got {values.shape}") from None
     return values
