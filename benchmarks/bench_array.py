@@ -1,7 +1,8 @@
 """Array engine speed and memory, against peers measured in the same run.
 
 * encode float32 -> FP16, BF16, E4M3, E5M2 (rne) against ml_dtypes' / numpy's
-  own ``astype`` (goal: geometric-mean slowdown at most 3x);
+  own ``astype`` (goal: geometric-mean slowdown at most 3x), and -> E2M1,
+  E3M2, E2M3 likewise;
 * encode float16 -> E4M3, E5M2 (rne; a 16-bit source takes the lookup path)
   against ``astype``;
 * every rounding mode gfloat supports (rne, rna, rtz, rup, rdn) into E4M3
@@ -73,6 +74,14 @@ def main() -> None:
                   f"{ours / peer:>11.1f}")
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
         print(f"{'geometric mean':<24} {'':>9} {'':>9} {geo:>11.1f}   (goal <= 3)")
+        for fmt, dt in ((fpsim.E2M1, ml_dtypes.float4_e2m1fn), (fpsim.E3M2,
+                        ml_dtypes.float6_e3m2fn), (fpsim.E2M3, ml_dtypes.float6_e2m3fn)):
+            # (formats without NaN or infinity: the proxy table, NaN inputs
+            # aside; ml_dtypes' cast handles overflow its own way)
+            ours = median_seconds(lambda f=fmt, x=x32: array.encode(x, f), args.repeats)
+            peer = median_seconds(lambda d=dt, x=x32: x.astype(d), args.repeats)
+            print(f"{'float32 -> ' + fmt.name:<24} {ours * 1e3:>9.1f} {peer * 1e3:>9.1f} "
+                  f"{ours / peer:>11.1f}")
         for fmt, dt in targets[2:]:
             array.encode(x16, fmt)  # builds the lookup table once
             ours = median_seconds(lambda f=fmt, x=x16: array.encode(x, f), args.repeats)

@@ -23,10 +23,27 @@ import numpy as np
 import pytest
 
 import fpsim
-from fpsim import BF16, E4M3, E4M3FNUZ, E5M2, E5M2FNUZ, FP16, FP32, FP64, TF32, Flag, array
+from fpsim import (
+    BF16,
+    E2M1,
+    E2M3,
+    E3M2,
+    E4M3,
+    E4M3FNUZ,
+    E5M2,
+    E5M2FNUZ,
+    FP16,
+    FP32,
+    FP64,
+    TF32,
+    Flag,
+    array,
+)
 from fpsim.array._proxy import proxy_for
 
-TARGETS = [FP16, BF16, E4M3, E5M2, TF32, E4M3FNUZ, E5M2FNUZ]
+# (E2M1, E3M2, E2M3: formats without NaN, whose tables leave NaN inputs to
+# the kernel)
+TARGETS = [FP16, BF16, E4M3, E5M2, TF32, E4M3FNUZ, E5M2FNUZ, E2M1, E3M2, E2M3]
 MODES = ["rne", "rna", "rtz", "rup", "rdn", "rto"]
 EXTRA = [{}, {"saturate": True}, {"ftz": True, "tininess": "before"}, {"daz": True},
          {"nan": "x86"}, {"ftz": True, "saturate": True, "nan": "riscv"}]
@@ -124,6 +141,22 @@ def test_proxy_path_follows_every_setting(target):
     values = interesting(target, np.float32, seed=7)[::3]
     for extra in EXTRA:
         check(values, target, {"rounding": "rne", **extra})
+
+
+@pytest.mark.parametrize("target", [E2M1, E3M2, E2M3], ids=lambda f: f.name)
+@pytest.mark.parametrize("source", [np.float32, np.float16], ids=lambda d: d.__name__)
+def test_a_nan_into_a_format_without_nan_is_refused_by_every_path(target, source):
+    """Large arrays take a table (the proxy's, or every FP16 code's); a
+    NaN among them is the kernel's, which refuses it as it does in a small
+    array: the same error, and no code for it."""
+    values = np.linspace(-8, 8, 70001).astype(source)
+    for v in (values[:5], values):
+        v = v.copy()
+        v[3] = np.nan
+        with pytest.raises(ValueError, match=f"NaN is not representable in {target.name}"):
+            array.encode(v, target)
+    ok = array.encode(values, target)         # (the table path, no NaN)
+    assert ok[::997].tolist() == [fpsim.convert(float(x), target).bits for x in values[::997]]
 
 
 def test_proxy_formats_reach_two_binades_past_the_target():

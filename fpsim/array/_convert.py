@@ -26,7 +26,7 @@ from ..modes import Rounding
 from ..nans import convert_nan
 from ..rounding import INEXACT, OVERFLOW, UNDERFLOW, _overflow, infinity_code
 from . import _native as native
-from ._kernel import U8, U64, fields, round_values
+from ._kernel import U8, U64, fields, round_values, specials
 from ._proxy import proxy_for, proxy_index
 from ._tables import Table, cached
 from .engine import (
@@ -193,7 +193,15 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
             return general
-        return lambda chunk, rand: table.lookup(raw_codes(chunk, source))
+        if not _without_nan(fmt):
+            return lambda chunk, rand: table.lookup(raw_codes(chunk, source))
+
+        def nan_aside(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
+            bits = raw_codes(chunk, source)
+            codes, flags = table.lookup(bits)
+            return _kernel_for_nans(codes, flags, bits, source, chunk, general)
+
+        return nan_aside
     if fmt == BF16 and source == FP32 and key[0] in BIT_MODES:
         # (FP16 is served by the proxy, faster than this for FP16.)  Exact
         # subnormal inputs are BF16's own subnormals unless flushed.
@@ -217,21 +225,49 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         return general
 
     def via_proxy(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
-        index, unsure = proxy_index(raw_codes(chunk, source), source, proxy, key[3])
+        bits = raw_codes(chunk, source)
+        index, unsure = proxy_index(bits, source, proxy, key[3])
         codes, flags = table.lookup(index)
         if unsure.any():
             codes[unsure], flags[unsure] = general(chunk[unsure], None)
+        if _without_nan(fmt):
+            return _kernel_for_nans(codes, flags, bits, source, chunk, general)
         return codes, flags
 
     return via_proxy
 
 
+def _without_nan(fmt: Format) -> bool:
+    """Whether ``fmt`` has no NaN: its tables hold no result for a NaN
+    source code (:func:`_lookup_table`), whose conversion the kernel
+    decides (the context's error)."""
+    return not fmt.has_nan
+
+
+def _kernel_for_nans(codes: np.ndarray, flags: np.ndarray, bits: np.ndarray, source: Format,
+                     chunk: np.ndarray, general: Converter) -> tuple[np.ndarray, np.ndarray]:
+    """A table's results, the NaN inputs among ``bits`` (codes of
+    ``source``) given to the kernel (``general``), which refuses them."""
+    nan, _ = specials(source, bits, bits & bits.dtype.type(source.magnitude_mask))
+    if nan.any():
+        codes[nan], flags[nan] = general(chunk[nan], None)
+    return codes, flags
+
+
 def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]) -> Table | None:
     """The results of every code of ``source`` (at most 2**22 codes) in
     ``fmt``: a conversion from such a source is then one lookup
-    (deterministic modes only)."""
-    return cached(("convert", fmt, source, key), fmt, 1 << source.width,
-                  lambda codes: _encode_chunk(fmt, source, codes, key, None))
+    (deterministic modes only).  For a ``fmt`` without NaN, the entries of
+    the source's NaN codes hold +0's result, and the callers give NaN
+    inputs to the kernel (:func:`_kernel_for_nans`)."""
+    if not _without_nan(fmt):
+        fill = lambda codes: _encode_chunk(fmt, source, codes, key, None)  # noqa: E731
+    else:
+        def fill(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            nan, _ = specials(source, codes, codes & codes.dtype.type(source.magnitude_mask))
+            return _encode_chunk(fmt, source, np.where(nan, codes.dtype.type(0), codes), key,
+                                 None)
+    return cached(("convert", fmt, source, key), fmt, 1 << source.width, fill)
 
 
 def _encode_chunk(fmt: Format, source: Format, chunk: np.ndarray, key: tuple[Any, ...],
