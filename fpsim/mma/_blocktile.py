@@ -20,9 +20,10 @@ differs.  For a tile of ``Mt`` rows of A and ``Nt`` columns of B:
     nonzero elements, plus ``eα + eβ``, less both formats' mantissa bits)
     and ``2**(high + 2)`` (the largest exponents), so ``E <= max(ec,
     high)``.  With ``high - low <= F``, ``low >= ec - F`` and (for a
-    nonzero ``c``) ``high <= ec + 2`` (``c``'s lowest bit, at ``ec - 23``,
-    is then on the grid), every term lies on the grid ``2**(E - F)`` and
-    the instruction's result is the exact sum.  The products' sum is a
+    nonzero ``c``) ``high <= ec + F - 23`` (``c``'s lowest bit, at ``ec -
+    23``, is then on the grid; ``ec + 2`` for ``F = 25``), every term lies
+    on the grid ``2**(E - F)`` and the instruction's result is the exact
+    sum.  The products' sum is a
     float64 matrix product (each partial sum an integer of at most ``F + 7``
     bits on the grid ``2**low``: exact in any order, with fused
     operations too), times ``2**(eα + eβ)``; ``c`` is added and the sum
@@ -217,7 +218,7 @@ def _single(p: Any, A: np.ndarray, B: np.ndarray, SA: np.ndarray, SB: np.ndarray
             if nearest and int(spreadA[j].min()) + int(spreadB[j].min()) + bits <= F:
                 high = highA[j][:, None] + highB[j][None, :] + both
                 low = lowA[j][:, None] + lowB[j][None, :] + both - bits
-                cut = (high - low > F) | (low < ec - F) | ((c != 0) & (high > ec + 2))
+                cut = (high - low > F) | (low < ec - F) | ((c != 0) & (high > ec + F - 23))
                 count = int(np.count_nonzero(cut))
             else:
                 cut, count = None, mt * nt
