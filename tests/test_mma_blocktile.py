@@ -104,10 +104,10 @@ def test_fp4_tiles_equal_the_instruction_chained(recipe, scale, block, adversari
         if adversarial:
             b[:16, ::3] = a[:18:3, :16].T ^ 0x8  # groups that cancel to 0
             a[1::3, 16:32] = 0                    # all-zero groups
-        _same(unit, a, b, sa, sb, c, tiles_only=p_scale_finite(sa, sb, unit))
+        _same(unit, a, b, sa, sb, c, tiles_only=_no_nan_scale(sa, sb, unit))
 
 
-def p_scale_finite(sa, sb, unit):
+def _no_nan_scale(sa, sb, unit):
     """Whether no scale is a NaN (UE4M3 S.1111.111, E8M0 0xFF)."""
     nan = 0x7F if unit.params.scale == "ue4m3" else 0xFF
     mask = 0x7F if unit.params.scale == "ue4m3" else 0xFF
