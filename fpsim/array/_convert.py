@@ -193,7 +193,7 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         table = _lookup_table(fmt, source, key) if size > (1 << source.width) // 8 else None
         if table is None:
             return general
-        if not _without_nan(fmt):
+        if fmt.has_nan:
             return lambda chunk, rand: table.lookup(raw_codes(chunk, source))
 
         def nan_aside(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -230,18 +230,11 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         codes, flags = table.lookup(index)
         if unsure.any():
             codes[unsure], flags[unsure] = general(chunk[unsure], None)
-        if _without_nan(fmt):
+        if not fmt.has_nan:
             return _kernel_for_nans(codes, flags, bits, source, chunk, general)
         return codes, flags
 
     return via_proxy
-
-
-def _without_nan(fmt: Format) -> bool:
-    """Whether ``fmt`` has no NaN: its tables hold no result for a NaN
-    source code (:func:`_lookup_table`), whose conversion the kernel
-    decides (the context's error)."""
-    return not fmt.has_nan
 
 
 def _kernel_for_nans(codes: np.ndarray, flags: np.ndarray, bits: np.ndarray, source: Format,
@@ -260,7 +253,7 @@ def _lookup_table(fmt: Format, source: Format, key: tuple[Any, ...]) -> Table | 
     (deterministic modes only).  For a ``fmt`` without NaN, the entries of
     the source's NaN codes hold +0's result, and the callers give NaN
     inputs to the kernel (:func:`_kernel_for_nans`)."""
-    if not _without_nan(fmt):
+    if fmt.has_nan:
         fill = lambda codes: _encode_chunk(fmt, source, codes, key, None)  # noqa: E731
     else:
         def fill(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

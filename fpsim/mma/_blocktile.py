@@ -162,8 +162,8 @@ def _cut_sum(p: Any, S: np.ndarray, P: np.ndarray, both: np.ndarray, c: np.ndarr
     pair's exponent sum, ``c`` and its exponent ``ec`` (float64, int32)."""
     F = p.fraction_bits
     top = np.maximum.reduce(S, axis=0).astype(np.int32)
-    top += both
     absent = top <= _ZERO_EXP // 2  # every product zero
+    top += both
     shift = np.maximum(ec, top)  # E (where every product is zero: ec)
     np.subtract(F, shift, out=shift)  # F - E
     # a·b · 2**(eα + eβ + F - E): at most 2**(F + 28) where a product is

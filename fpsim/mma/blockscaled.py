@@ -59,6 +59,7 @@ from .. import array as _array
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
 from . import _blocktile
+from ._align import exponents as _exponents
 from ._blocktile import to_fp32
 from ._inputs import read_addend
 
@@ -294,8 +295,10 @@ class BlockScaledModel:
             with np.errstate(invalid="ignore", over="ignore"):
                 terms = prods * both[:, None]
             safe = np.where(np.isfinite(terms), terms, 0.0)
-            ea = _exponent(np.where(np.isfinite(A), A, 0.0), self.a_format.emin)
-            eb = _exponent(np.where(np.isfinite(B), B, 0.0), self.b_format.emin)
+            ea = _exponents(np.where(np.isfinite(A), A, 0.0), self.a_format.emin,
+                            p.zero_exponent)
+            eb = _exponents(np.where(np.isfinite(B), B, 0.0), self.b_format.emin,
+                            p.zero_exponent)
             e = ea + eb + (np.frexp(np.where(np.isfinite(both), both, 1.0))[1] - 1)[:, None]
             e = np.where(safe == 0, p.zero_exponent, e)
         else:
@@ -311,11 +314,11 @@ class BlockScaledModel:
             safe = np.where(np.isfinite(terms), terms, 0.0)
             ok = np.isfinite(alpha) & np.isfinite(beta)
             emin = self.scale_format.emin  # E8M0: -127; UE4M3: -6 (its subnormals)
-            ea = _exponent(np.where(ok, alpha, 0.0), emin)
-            eb = _exponent(np.where(ok, beta, 0.0), emin)
+            ea = _exponents(np.where(ok, alpha, 0.0), emin, p.zero_exponent)
+            eb = _exponents(np.where(ok, beta, 0.0), emin, p.zero_exponent)
             e = np.where(allzero | (alpha == 0) | (beta == 0) | ~ok, p.zero_exponent, ea + eb)
         finite_c = np.where(np.isfinite(C), C, 0.0)
-        ec = np.where(finite_c == 0, p.zero_exponent, _exponent(finite_c, FP32.emin))
+        ec = _exponents(finite_c, FP32.emin, p.zero_exponent)
         emax = np.maximum(e.max(axis=1), ec)
         # Each term's magnitude on the grid 2**(emax - F), truncated toward
         # zero: exact in float64 (powers of two within its range; the
@@ -332,11 +335,6 @@ class BlockScaledModel:
         inf = np.isinf(ieee)
         codes = np.where(inf, np.where(ieee < 0, _INF32 | 0x80000000, _INF32), codes)
         return np.where(nan, _NAN32, codes).astype(np.uint32)
-
-
-def _exponent(x: np.ndarray, emin: int) -> np.ndarray:
-    """``max(floor(log2|x|), emin)`` (int64; a zero gives emin)."""
-    return np.maximum(np.frexp(x)[1].astype(np.int64) - 1, emin)
 
 
 def _elements(x: Any, fmt: Format, label: str) -> np.ndarray:

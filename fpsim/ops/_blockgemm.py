@@ -91,7 +91,7 @@ def _tensor_scaled(d: np.ndarray, amax_a: Any, amax_b: Any) -> np.ndarray:
     code64, _ = round_exact(FP64, False, 1, TENSOR_SCALE_FACTOR, 0, Rounding.RNE)
     inv = array.convert(np.uint64(code64), FP64, FP32, rne)
     alpha = array.encode(np.float64(1.0), FP32, rne)  # alpha_in
-    for v in (amax_a, amax_b, None):
-        factor = inv if v is None else array.encode(np.asarray(v, np.float64), FP32, rne)
+    for factor in (array.encode(np.asarray(amax_a, np.float64), FP32, rne),
+                   array.encode(np.asarray(amax_b, np.float64), FP32, rne), inv):
         alpha = array.mul(alpha, factor, rne, fmt=FP32)
     return array.mul(d, np.broadcast_to(alpha, d.shape), rne, fmt=FP32).astype(np.uint32)
