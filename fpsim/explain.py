@@ -19,6 +19,7 @@ short as well (``r["short"]``): :func:`short` writes ``2^-133 ~ 9.18e-41``.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -42,6 +43,9 @@ ERROR_CONVENTION = "result - exact (positive: the result is above the exact valu
 # Exact decimals up to this many significant digits are short enough to show
 # (every FP16 and BF16 value, most FP32 normals); longer ones are abridged.
 _SHORT_DIGITS = 25
+
+# A hex integer (no point, no exponent), which people often mean as a code.
+_HEX_INTEGER = re.compile(r"0[xX][0-9a-fA-F_]+")
 
 _MODE_WORDS = {
     Rounding.RNE: "round to nearest, ties to even",
@@ -103,13 +107,17 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     quantities are decimal strings; an approximation (a non-terminating
     rational) starts with ``~``.  ``short`` holds the same quantities in a
     few characters (see :func:`~fpsim.explain.short`).  The errors are signed as
-    :data:`~fpsim.explain.ERROR_CONVENTION` says.
+    :data:`~fpsim.explain.ERROR_CONVENTION` says.  A hex integer is a
+    number (``"0x3C00"`` is 15360), and the first note says so: a code is
+    what :func:`explain_bits` decodes.
 
     >>> explain("1000", "e4m3")["value"], explain("1000", "e4m3", saturate=True)["value"]
     ('nan', '448')
     >>> r = explain("1/3", "fp16")
     >>> r["abs_error"], r["rel_error"], r["short"]["abs_error"]
     ('~-8.1380208333333333e-05', '-0.000244140625', '-1/12288 ~ -8.13802e-05')
+    >>> explain("0x3C00", "fp16")["notes"][0]
+    '0x3C00 is read as the number 15360; --bits 0x3C00 (explain_bits) decodes it as a code of fp16'
     """
     fmt = format(fmt)
     seed = DEFAULT_SEED if seed is None else seed
@@ -132,6 +140,11 @@ def explain(value: Any, fmt: Format | str, *, rounding: Rounding | str = "rne",
     # alone (fpsim.parse): it has no error to state, only its notes.
     report.update(_errors(result, None if far else exact))
     report["notes"] = _notes(result, exact, source, ctx)
+    if isinstance(value, str) and _HEX_INTEGER.fullmatch(value.strip()):
+        # 0x3C00 is the number 15360 here; a code is what --bits decodes
+        text = _abridged_input(value.strip())
+        report["notes"].insert(0, f"{text} is read as the number {short(exact)}; --bits {text} "
+                                  f"(explain_bits) decodes it as a code of {fmt.name}")
     if far:
         report["notes"].insert(0, "the input lies far beyond every format's range: only its "
                                   "sign and size class (huge or tiny) are read, and they decide "

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from . import _names
 from ._locks import ForkSafeLock
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,8 +70,10 @@ class Format:
     ----------
     name:
         Canonical lower-case name, e.g. ``"fp16"``.
-    exponent_bits, mantissa_bits:
-        Widths of the exponent field and of the stored fraction field.
+    exponent_bits:
+        Width of the exponent field.
+    mantissa_bits:
+        Width of the stored fraction field.
     bias:
         Exponent bias: a normal code with exponent field ``E`` has value
         ``1.f × 2**(E - bias)``.
@@ -102,6 +106,8 @@ class Format:
         ``p3109`` setting names (division by zero, negative values into an
         unsigned format, round to odd beyond the largest value: spec/p3109.md).
 
+    Examples
+    --------
     Every limit is derived, exactly:
 
     >>> f = Format("e3m2", exponent_bits=3, mantissa_bits=2, bias=3, specials="none")
@@ -488,13 +494,75 @@ def format(name: str | Format) -> Format:  # noqa: A001 - the public name is the
         if match is not None:
             k, p, s, d = match.groups()
             return p3109(int(k), int(p), signed=s == "s", extended=d == "e")
-        raise ValueError(
-            f"unknown format {name!r}; accepted: {', '.join(f.name for f in formats())} "
-            "(or an alias such as float16, half, bfloat16, fp8_e4m3, float8_e4m3), and "
-            f"IEEE P3109's binary{{K}}p{{P}}{{s|u}}{{e|f}} for K from {P3109_MIN_K} to "
-            f"{P3109_MAX_K}, P from 1 to K-1 (s, signed) or to K (u, unsigned)"
-        )
+        raise ValueError(refusal(name))
     return fmt
+
+
+# Names that could mean several formats, by their key (fpsim._names.key):
+# refused with the candidates named, never guessed.
+_AMBIGUOUS = {
+    **dict.fromkeys(("fp8", "float8", "f8"),
+                    "FP8 is e4m3 or e5m2 (OCP), or AMD MI300's e4m3fnuz or e5m2fnuz"),
+    "mxfp8": "MXFP8's elements are e4m3 or e5m2 (its scales e8m0)",
+    **dict.fromkeys(("fp6", "float6", "f6", "mxfp6"), "FP6 is e3m2 or e2m3 (OCP MX)"),
+}
+# Names of formats fpsim does not have as such, with what to use instead.
+_INSTEAD = {
+    "ue4m3": "NVFP4's unsigned block-scale format is not one of its own here: its codes "
+             "0x00-0x7F are e4m3's, and the block-scaled models read its bytes as e4m3 with "
+             "the sign bit ignored; use e4m3",
+    **dict.fromkeys(("fp128", "float128", "binary128", "f128", "quad"),
+                    "fpsim has no binary128 format; the widest is fp64"),
+}
+# Where every name is listed, for the messages.
+LISTING = "fpsim.formats() or 'python -m fpsim formats' lists every format"
+
+
+def refusal(name: str, names: Iterable[str] | None = None, listing: str | None = None) -> str:
+    """The message for a format name :func:`format` does not know: the
+    candidates of an ambiguous name (``fp8``), what to use for a format
+    fpsim has not (``ue4m3``), or the nearest names (``fp-16``: did you
+    mean fp16?) among ``names`` (default: the registered names and
+    aliases; a caller's own, such as TestFloat's ``f16``), and then
+    ``listing``: what the caller accepts (default: where every format is
+    listed, after the nearest names).  For the modules that look formats
+    up with names or choices of their own (:mod:`fpsim.testfloat`,
+    :mod:`fpsim.mma.presets`).
+
+    >>> refusal("fp-16").partition("?")[0]
+    "unknown format 'fp-16'; did you mean fp16"
+    >>> refusal("fp8").partition("(")[0]
+    "format 'fp8' is ambiguous: FP8 is e4m3 or e5m2 "
+    """
+    wanted = _names.key(name)
+    if wanted in _AMBIGUOUS:
+        text = f"format {name!r} is ambiguous: {_AMBIGUOUS[wanted]}; name one"
+        return text if listing is None else f"{text} ({listing})"
+    if wanted in _INSTEAD:
+        text = f"unknown format {name!r}: {_INSTEAD[wanted]}"
+        return text if listing is None else f"{text} ({listing})"
+    with _LOCK:
+        registered = dict(_REGISTRY)
+    candidates = registered if names is None else list(names)
+    near = _names.nearest(name, candidates, n=8) if len(wanted) <= 40 else []
+    shown: list[str] = []
+    seen: set[Any] = set()
+    for n in near:  # one name per format: its own where that is near, else the alias
+        fmt = registered.get(n)
+        if fmt is not None and fmt.name in near:
+            n = fmt.name
+        if (fmt or n) in seen or len(shown) == 3:
+            continue
+        seen.add(fmt or n)
+        shown.append(n if fmt is None or fmt.name == n else f"{n} ({fmt.name})")
+    text = f"unknown format {name!r}"
+    if shown:
+        text += f"; did you mean {_names.alternatives(shown)}?"
+    listing = LISTING if listing is None else listing
+    if wanted.startswith(("binary", "p3109")):
+        listing = (f"IEEE P3109's are binary{{K}}p{{P}}{{s|u}}{{e|f}}, K from {P3109_MIN_K} to "
+                   f"{P3109_MAX_K}, P from 1 to K-1 (s) or to K (u); {listing}")
+    return f"{text} ({listing})"
 
 
 def formats() -> list[Format]:

@@ -92,17 +92,24 @@ def codes(
     ``max_value``) or a code uniform over all those allowed.  Draws shrink
     towards the notable codes, +0 first.
 
+    An option that allows what a format lacks is not an error: E2M1 has no
+    NaN, so ``allow_nan=True`` draws none.  A ValueError names the problem
+    when no code at all is left.
+
     Parameters
     ----------
     fmt:
         A :class:`~fpsim.Format` or a format name such as ``"fp16"``.
-    min_value, max_value:
-        Bounds on the value, inclusive, compared exactly: an int, float,
-        :class:`~fractions.Fraction`, :class:`~decimal.Decimal` or
-        :class:`~fpsim.Float` of any format; ``±inf`` for no bound.  As in
-        :func:`hypothesis.strategies.floats`, ``-0.0 < 0.0`` here:
-        ``min_value=0.0`` excludes ``-0`` and ``max_value=-0.0`` excludes
-        ``+0``.  A bound need not be a value of ``fmt``.
+    min_value:
+        The smallest value drawn (inclusive, compared exactly): an int,
+        float, :class:`~fractions.Fraction`, :class:`~decimal.Decimal` or
+        :class:`~fpsim.Float` of any format; ``-inf`` or None for no bound.
+        As in :func:`hypothesis.strategies.floats`, ``-0.0 < 0.0`` here:
+        ``min_value=0.0`` excludes ``-0``.  It need not be a value of
+        ``fmt``.
+    max_value:
+        The largest value drawn, as ``min_value``: ``+inf`` or None for no
+        bound; ``max_value=-0.0`` excludes ``+0``.
     allow_nan:
         Whether NaN codes are drawn.  Default: yes unless a bound is given
         (a NaN lies within no bounds).
@@ -119,10 +126,6 @@ def codes(
     allow_signaling:
         Whether signaling NaNs are drawn (when NaNs are).  Only IEEE-style
         formats have them.
-
-    An option that allows what a format lacks is not an error: E2M1 has no
-    NaN, so ``allow_nan=True`` draws none.  A ValueError names the problem
-    when no code at all is left.
 
     Returns
     -------

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import arith
+from . import _names, arith
 from . import array as _array
 from ._errstate import quiet, quiet_iter
 from ._flagbits import BITS_OF
@@ -48,7 +48,7 @@ from ._flagbits import NAMES as FLAG_NAMES
 from .array._kernel import specials
 from .array.engine import as_array, check_chunk_size, check_codes, check_flag, check_random_array
 from .context import Context
-from .formats import Format, formats
+from .formats import Format, formats, refusal
 from .formats import format as _lookup
 from .modes import STOCHASTIC
 from .value import convert
@@ -100,18 +100,13 @@ def _format(name: str, what: str) -> Format | IntFormat:
     key = name.strip().lower()
     if key in INT_FORMATS:
         return INT_FORMATS[key]
-    if key == "f128":
-        raise ValueError(f"{what}: fpsim has no binary128 format (f128); "
-                         f"accepted: {', '.join(_format_names())}")
     try:
         return _lookup(_FROM_TESTFLOAT.get(key, key))
     except ValueError:
-        raise ValueError(f"{what}: unknown format {name!r}; accepted: "
-                         f"{', '.join(_format_names())}") from None
-
-
-def _format_names() -> list[str]:
-    return [format_name(f) for f in formats()]
+        # the nearest of TestFloat's names (f16, i32) and fpsim's
+        names = [*_FROM_TESTFLOAT, *INT_FORMATS, *(n for f in formats()
+                                                   for n in (f.name, *f.aliases))]
+        raise ValueError(f"{what}: {refusal(name, names)}") from None
 
 
 @dataclass(frozen=True)
@@ -199,11 +194,14 @@ def operation(name: str | Operation) -> Operation:
             if suffix in COMPARISONS:
                 return Operation(name, suffix, (fmt, fmt), None)
             return Operation(name, suffix, (fmt,) * ARITHMETIC[suffix], fmt)
+    fmt_text, _, op_text = text.rpartition("_")
+    near = _names.nearest(op_text, _SUFFIXES) if fmt_text else []
+    hint = f"did you mean {_names.alternatives([f'{fmt_text}_{n}' for n in near])}? " \
+        if near else ""
     raise ValueError(
-        f"unknown operation {text!r}; accepted: <fmt>_<op> with <op> one of "
-        f"{', '.join(_SUFFIXES[::-1])}, or <a>_to_<b> (formats: "
-        f"{', '.join(_format_names())}; sources also i32, i64, ui32, ui64), "
-        "e.g. f16_add, e4m3_mulAdd, f32_to_e5m2")
+        f"unknown operation {text!r}; {hint}accepted: <fmt>_<op> with <op> one of "
+        f"{', '.join(_SUFFIXES[::-1])}, or <a>_to_<b> (e.g. f16_add, e4m3_mulAdd, "
+        "f32_to_e5m2, i32_to_bf16; 'python -m fpsim gen -list' lists them all)")
 
 
 def operations(fmt: Format | str | None = None) -> list[str]:

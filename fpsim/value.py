@@ -290,6 +290,43 @@ class Float:
         digits = (self.fmt.width + 3) // 4
         return f"Float({self.fmt.name}, 0x{self.bits:0{digits}x}, {self})"
 
+    def short_text(self) -> str:
+        """The value in at most 17 digits, for reports and assertion
+        messages: ``repr`` of the float64 where the value is one (the
+        shortest decimal that reads back as it), else the value rounded to 17
+        significant digits and marked ``~``; ``inf``, ``-inf`` and ``nan`` as
+        :meth:`hex` writes them.  (``str`` is the exact decimal.)
+
+        >>> from fpsim import FP32
+        >>> FP32.from_bits(1).short_text()      # exactly 1.40129846...203125e-45
+        '1.401298464324817e-45'
+        """
+        if not self.is_finite:
+            return self.hex()
+        f = float(self)
+        if math.isfinite(f) and Fraction(f) == self.value:
+            return repr(f)
+        return exact_decimal(self.value, max_digits=17)
+
+    def short_repr(self) -> str:
+        """``repr`` with the decimal of :meth:`short_text` where the exact
+        one has more than 17 digits: the form assertion messages, reports and
+        pretty-printers (IPython, Hypothesis's "Falsifying example") show.
+
+        >>> from fpsim import FP32, FP16
+        >>> FP32.from_bits(1).short_repr()
+        'Float(fp32, 0x00000001, 1.401298464324817e-45)'
+        >>> FP16.round(1e-5).short_repr() == repr(FP16.round(1e-5))   # 17 digits: exact
+        True
+        """
+        long = self.is_finite and exact_decimal(self.value, max_digits=17).startswith("~")
+        value = self.short_text() if long else str(self)
+        return f"Float({self.fmt.name}, 0x{self.bits:0{(self.fmt.width + 3) // 4}x}, {value})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's and Hypothesis's pretty-printers
+        printer.text(self.short_repr())
+
     # -- Python operators: the current context, as in decimal ------------------
 
     def __add__(self, other: Any) -> Float:

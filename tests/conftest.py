@@ -21,7 +21,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # -- the default run's sample of the slowest parametrizations -----------------------
 #
-# The README's command (`tox`) runs in about five minutes on a 2-core machine:
+# The README's command (`tox`) runs in under five minutes on a 2-core machine:
 # of each test below, only every N-th parametrization (in collection order: the
 # first, the N+1-th, ...) runs there; the others are marked `exhaustive` and run
 # in `tox -e exhaustive`, which CI also runs.  Every feature keeps tests in the
@@ -33,17 +33,17 @@ SAMPLED = {
     "tests/test_ops_elementary.py::test_every_fp16_code_directed_modes_against_mpfr": 3,  # 25.0
     "tests/test_mma_probe_library.py::test_the_probe_recovers_each_library_schedule": 3,  # 20.4
     "tests/test_array_native.py::test_native_lanes_equal_the_oracle": 3,               # 18.1
-    "tests/test_array_fast_paths.py::test_proxy_path_equals_scalar_model_in_every_mode": 3,
+    "tests/test_array_fast_paths.py::test_proxy_path_equals_scalar_model_in_every_mode": 10,
     "tests/test_ops_elementary.py::test_every_code_rne_against_mpfr": 2,               # 15.0
     "tests/test_p3109_formats.py::test_sampled_codes_of_wide_formats_decode_as_gfloat": 4,
     "tests/test_array_fast_paths.py::test_round_fp32_bits_serves_normal_results_exactly": 3,
     "tests/test_round_vs_mpfr.py::test_rounding_and_flags_match_mpfr": 3,              # 13.0
     "tests/test_array_arith.py::test_every_op_every_mode_and_saturation_equals_scalar": 3,
-    "tests/test_array_fast_paths.py::test_float_path_equals_scalar_model": 2,          # 10.3
+    "tests/test_array_fast_paths.py::test_float_path_equals_scalar_model": 4,          # 10.3
     "tests/test_array_arith.py::test_large_arrays_equal_scalar": 3,                    # 9.6
     "tests/test_p3109_rules.py::test_conversions_equal_the_texts": 3,                  # 9.1
     "tests/test_array_vs_scalar.py::test_encode_floats_every_setting": 3,              # 8.8
-    "tests/test_array_fast_paths.py::test_proxy_path_follows_every_setting": 2,        # 8.6
+    "tests/test_array_fast_paths.py::test_proxy_path_follows_every_setting": 5,        # 8.6
     "tests/test_array_arith.py::test_ftz_daz_tininess_equal_scalar": 3,                # 8.6
     "tests/test_vectors.py::test_added_formats_agree_with_gfloat_and_ml_dtypes": 3,    # 8.6
     "tests/test_mma_probe.py::test_probing_a_preset_recovers_its_own_parameters_and_names_it": 4,
@@ -77,19 +77,44 @@ SAMPLED = {
 }
 
 
+# And of every parametrized test, the default run keeps at most DEFAULT_CASES
+# of the parametrizations left (after SAMPLED and the tests' own `exhaustive`
+# marks), spread evenly over them in collection order: the first, and every
+# ceil(n / DEFAULT_CASES)-th after it.  The others are marked `exhaustive`, so
+# `tox` (the default run) and `tox -e exhaustive` together run every case, and
+# every test function runs in the default run.
+DEFAULT_CASES = 3
+
+
+def _default_cases(n: int) -> set[int]:
+    """The positions, among ``n`` parametrizations, that the default run keeps."""
+    every = -(-n // DEFAULT_CASES)
+    return set(range(0, n, every))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark all but every N-th parametrization of the tests of SAMPLED
-    ``exhaustive`` (before ``-m`` deselects by marker)."""
+    ``exhaustive``, and then all but DEFAULT_CASES of every parametrized
+    test's remaining ones (before ``-m`` deselects by marker)."""
     seen: collections.Counter[str] = collections.Counter()
+    left: dict[str, list[pytest.Item]] = collections.defaultdict(list)
     for item in items:
         name, bracket, _ = item.nodeid.partition("[")
-        every = SAMPLED.get(name)
-        if every is None or not bracket:
+        if not bracket:
             continue
-        if seen[name] % every:
-            item.add_marker(pytest.mark.exhaustive)
-        seen[name] += 1
+        every = SAMPLED.get(name)
+        if every is not None:
+            if seen[name] % every:
+                item.add_marker(pytest.mark.exhaustive)
+            seen[name] += 1
+        if item.get_closest_marker("exhaustive") is None:
+            left[name].append(item)
+    for cases in left.values():
+        keep = _default_cases(len(cases))
+        for i, item in enumerate(cases):
+            if i not in keep:
+                item.add_marker(pytest.mark.exhaustive)
 
 
 @pytest.fixture(autouse=True)

@@ -67,3 +67,26 @@ def test_torch_cpu_tensors():
     bits = torch.tensor([1.5, 3.0], dtype=torch.bfloat16).view(torch.int16).numpy()
     assert array.decode(array.mul(bits.view(np.uint16), bits.view(np.uint16), fmt="bf16"),
                         "bf16").tolist() == [2.25, 9.0]
+
+
+@pytest.mark.parametrize("shape, strides, axis", [
+    ((4, 8), (8, 1), 1),      # a C-ordered (M, K/2) tensor: pairs along K
+    ((8, 4), (1, 8), 0),      # b.t() of an (N, K/2) tensor: pairs along K, axis 0
+    ((32, 1), (1, 32), 0),    # b.t() of a (1, K/2) tensor (N = 1: the GEMV case)
+    ((32, 1), (1, 1), 1),     # a C-ordered (M, 1) tensor: the last axis
+    ((1, 32), (32, 1), 1),    # a (1, K/2) row
+    ((4, 4), (16, 2), 1),     # every other byte of a row: the smallest stride
+])
+def test_packed_fp4_pairs_run_along_the_unit_stride_axis(shape, strides, axis):
+    """torch's float4_e2m1fn_x2 bytes are read as the tensor lays them out
+    (torch keeps the stride of a length-1 axis, and so does ``.numpy()``):
+    the two codes of a byte run along the axis of stride one byte."""
+    from fpsim.array._frameworks import _unpack_fp4
+
+    buf = np.arange(128, dtype=np.uint8)
+    a = np.lib.stride_tricks.as_strided(buf, shape, strides)
+    got = _unpack_fp4(a).view(np.uint8)
+    lo, hi = a & 0xF, a >> 4
+    want = np.stack([lo, hi], axis=axis + 1).reshape(
+        tuple(2 * n if i == axis else n for i, n in enumerate(shape)))
+    assert got.shape == want.shape and (got == want).all()

@@ -290,7 +290,7 @@ def fail(capsys, monkeypatch, argv: list[str], stdin: str = "") -> str:
     (["gen", "f16_add", "-rmin", "-rmax"], "not allowed with argument"),
     (["gen", "f16_add", "--nan", "mips"], "mips"),
     (["gen", "f16_add", "--rounding", "sr", "--sr-bits", "0"], "sr_bits"),
-    (["ver", "f16_add", "/nonexistent/device.txt"], "FILE file not found: /nonexistent"),
+    (["ver", "f16_add", "/nonexistent/device.txt"], "input file not found: /nonexistent"),
     (["ver", "f16_add", "--offenders", "-1"], "--offenders -1"),
     (["ver", "nonsense"], "unknown operation 'nonsense'"),
 ])

@@ -79,7 +79,7 @@ def test_probe_is_listed_in_the_help(capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--against", "probe_kernels:h100_fp16", "--fmt", "fp17"],
-     "--fmt: unknown format 'fp17'; accepted: fp64"),
+     "--fmt: unknown format 'fp17'; did you mean fp16?"),
     (["--against", "probe_kernels:h100_fp16", "--fmt", "fp16", "--out", "e4m3"],
      "out=e4m3; accepted: fp32, fp16, bf16"),
     (["--against", "no_such_module:f", "--fmt", "fp16"],

@@ -350,6 +350,27 @@ def test_block_scaled_gemm_reads_packed_fp4_and_scale_tensors():
     assert bits(got) == bits(want)
 
 
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_block_scaled_gemv_reads_a_packed_fp4_column(n):
+    """The decode case: ``b.t()`` of an ``(N, K/2)`` packed tensor is the
+    ``(K, N)`` operand for every N, N = 1 included (torch keeps the stride
+    of a length-1 axis, which tells the bytes run along K)."""
+    torch = _torch()
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, 16, (3, 64)).astype(np.uint8)
+    b = rng.integers(0, 16, (64, n)).astype(np.uint8)
+    sa = rng.integers(0x30, 0x40, (3, 4)).astype(np.uint8)
+    sb = rng.integers(0x30, 0x40, (4, n)).astype(np.uint8)
+    unit = mma.preset("b200", "nvfp4")
+    packed_bt = torch.from_numpy(np.ascontiguousarray(b.T[:, 0::2] | (b.T[:, 1::2] << 4)))
+    bt = packed_bt.view(torch.float4_e2m1fn_x2).t()
+    assert array.as_numpy(bt).shape == (64, n)
+    packed_a = torch.from_numpy(a[:, 0::2] | (a[:, 1::2] << 4)).view(torch.float4_e2m1fn_x2)
+    got = unit.gemm(packed_a, bt, torch.from_numpy(sa).view(torch.float8_e4m3fn),
+                    torch.from_numpy(sb).view(torch.float8_e4m3fn))
+    assert bits(got) == bits(unit.gemm(a, b, sa, sb))
+
+
 def test_torch_cuda_tensors():
     torch = _torch()
     if not torch.cuda.is_available():

@@ -157,14 +157,21 @@ def test_a_sequential_fp32_loop_is_recovered_as_its_order():
     assert "not one of" not in str(r) and "none of the fp16 -> fp32 presets" in str(r)
 
 
-def test_numpy_float32_matmul_is_described_not_matched():
+def test_an_fp32_chain_with_c_added_after_is_described_not_matched():
+    # One FP32 sequential chain of the exact FP16 products, then + C: numpy's
+    # elementwise float32 operations in a fixed order (not `@`, whose order is
+    # the host BLAS kernel's, which differs between CPUs).
     def gemm(A, B, C):
-        return (A.astype(np.float32) @ B.astype(np.float32) + C).astype(np.float32)
+        A, B = A.astype(np.float32), B.astype(np.float32)
+        acc = np.zeros((A.shape[0], B.shape[1]), np.float32)
+        for k in range(A.shape[1]):
+            acc = acc + A[:, k:k + 1] * B[k:k + 1, :]
+        return (acc + C).astype(np.float32)
 
     r = mma.probe(gemm, "fp16", shape="gemm", max_k=8)
     assert r.params is None and r.matches == []
     assert r.findings["rounding"].value == "rne"
-    assert r.order is not None and r.order.endswith(" + c)")  # C is added after the products
+    assert r.order == "((((((((p0 + p1) + p2) + p3) + p4) + p5) + p6) + p7) + c)"
 
 
 def test_a_gemm_built_on_h100_is_the_h100_instruction_chained():
@@ -184,19 +191,18 @@ def test_findings_keep_the_rows_that_decided_them():
     assert d["params"]["k"] == 4 and d["findings"]["rounding"]["value"] == "rtz"
 
 
-def test_one_probe_is_fast():
-    import time
-
-    start = time.perf_counter()
-    mma.probe(mma.preset("h100", "e4m3"), "e4m3")
-    assert time.perf_counter() - start < 10  # typically a fraction of a second
+def test_one_probe_is_a_few_calls():
+    # The probe's cost in calls and rows, not in seconds (a time would depend
+    # on the machine): 23 calls of 1,364 rows in all for an H100 E4M3 unit.
+    r = mma.probe(mma.preset("h100", "e4m3"), "e4m3")
+    assert r.calls <= 30 and r.rows <= 2000
 
 
 # -- bad input ---------------------------------------------------------------------------
 
 
 def test_unknown_formats_and_shapes_name_what_is_accepted():
-    with pytest.raises(ValueError, match="inputs: unknown format 'fp17'; accepted: fp64"):
+    with pytest.raises(ValueError, match=r"inputs: unknown format 'fp17'; did you mean fp16\?"):
         mma.probe(K.h100_fp16, "fp17")
     with pytest.raises(ValueError, match="out=e4m3; accepted: fp32, fp16, bf16"):
         mma.probe(K.h100_fp16, "fp16", "e4m3")

@@ -7,6 +7,8 @@ nothing but its calls)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -99,8 +101,12 @@ def test_a_callable_that_needs_multiples_of_16_is_padded():
 
 
 def test_a_gemm_that_is_no_chained_instruction_is_named_nothing():
-    def exact(A, B):  # float64 products and sums, rounded once to FP32
-        return (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32)
+    def exact(A, B):  # the exact sum of the products (math.fsum), rounded to FP32
+        A, B = A.astype(np.float64), B.astype(np.float64)   # products exact in float64
+        out = np.empty((A.shape[0], B.shape[1]), np.float32)
+        for i, j in np.ndindex(out.shape):
+            out[i, j] = math.fsum(A[i] * B[:, j])          # not `@`: no host BLAS order
+        return out
 
     r = mma.probe(exact, "fp16", "fp32", shape="gemm")
     assert r.schedule is None and r.matches == [] and not r.reproduces

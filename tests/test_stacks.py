@@ -2,7 +2,7 @@
 
 Here the stack is the thing under test and fpsim's array engine
 (:mod:`fpsim.array`, :mod:`fpsim.ops`) is the golden model, under the
-settings of the stack's profile (:mod:`fpsim.testing._profiles`).  Every
+settings of the stack's profile (:func:`fpsim.testing.profile`).  Every
 test states what the stack is expected to do; where a stack's behaviour
 cannot be expressed as a context setting (which NaN code it writes), the
 profile's note says so and a test here pins the note down, so that a
@@ -30,8 +30,7 @@ import pytest
 
 import fpsim
 from fpsim import array, ops
-from fpsim.testing import assert_bitwise_equal, assert_ulp_close, compare
-from fpsim.testing._profiles import profile
+from fpsim.testing import assert_bitwise_equal, assert_ulp_close, compare, profile
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 F16 = np.float16
@@ -377,3 +376,30 @@ def test_torch_cpu_matmul_accumulates_in_fp32(dtype_name):
         if k >= 256:
             assert compare(got, codes(narrow), name, max_ulp=1).beyond_tolerance > 0
     assert mismatched <= total // 100
+
+
+def test_torch_cpu_scaled_mm_dequantizes_then_runs_an_fp32_matmul():
+    # On the CPU, torch._scaled_mm is not cuBLAS's FP8 GEMM: each operand is
+    # converted to FP32 and multiplied by its scale, then the two are
+    # multiplied in FP32 (in the CPU BLAS's order).  It is not what
+    # fpsim.mma.cublas("h100", "e4m3") models (docs/library_gemms.rst):
+    # almost no element agrees with the H100's truncated accumulation.
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "_scaled_mm"):
+        pytest.skip("this torch has no _scaled_mm")
+    import fpsim.mma as mma
+
+    rng = np.random.default_rng(5)
+    m, k, n = 16, 1024, 16
+    a = (rng.standard_normal((m, k)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    b = (rng.standard_normal((k, n)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    ta = torch.from_numpy(a.view(np.uint8)).view(torch.float8_e4m3fn)
+    # _scaled_mm's B is column-major: the transpose of a row-major (N, K)
+    tb = torch.from_numpy(np.ascontiguousarray(b.T).view(np.uint8)).view(torch.float8_e4m3fn).t()
+    for sa, sb in ((1.0, 1.0), (0.375, 1.75)):
+        scale_a, scale_b = torch.tensor(sa), torch.tensor(sb)
+        got = torch._scaled_mm(ta, tb, scale_a=scale_a, scale_b=scale_b,
+                               out_dtype=torch.float32)
+        assert torch.equal(got, (ta.float() * scale_a) @ (tb.float() * scale_b))
+        h100 = mma.cublas("h100", "e4m3")(a, b, scale_a=sa, scale_b=sb)
+        assert compare(got.numpy(), h100).exact < m * n // 10

@@ -2,7 +2,7 @@
 
 The stack under test is torch on an NVIDIA GPU; the golden model is fpsim's
 array engine (:mod:`fpsim.array`, :mod:`fpsim.ops`) under the settings of a
-profile (:mod:`fpsim.testing._profiles`).  Every expected value comes from
+profile (:func:`fpsim.testing.profile`).  Every expected value comes from
 fpsim, never from torch.  The module is skipped where torch is not
 installed or has no CUDA device, so the default run (no GPU) skips it.
 
@@ -51,8 +51,7 @@ import pytest
 
 import fpsim
 from fpsim import array, ops
-from fpsim.testing import compare
-from fpsim.testing._profiles import profile
+from fpsim.testing import compare, profile
 
 try:
     import torch

@@ -105,7 +105,18 @@ def test_every_registered_format_has_vectors():
                 assert len(rows) == (400 if f.name in FIRST else 100), (f.name, name)
 
 
-def test_regeneration_is_identical():
+@pytest.mark.parametrize("folder", sorted(p.name for p in VECTORS.iterdir() if p.is_dir()))
+def test_regeneration_is_identical(folder, capsys):
+    # a format's folder and its manifest lines, regenerated and compared
+    from fpsim.cli import main
+
+    status = main(["vectors", "--check", "--out", str(VECTORS), "--formats", folder])
+    assert status == 0, capsys.readouterr().out
+
+
+@pytest.mark.exhaustive
+def test_regeneration_of_every_file_is_identical():
+    # every file of the manifest at once, as `python -m fpsim vectors --check`
     done = subprocess.run([sys.executable, "-m", "fpsim", "vectors", "--check", "--out",
                            str(VECTORS)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -329,9 +329,10 @@ def end_parameters(app: Sphinx, what: str, name: str, obj: Any, options: Any,
     out: list[str] = []
     in_params = False
     for i, line in enumerate(lines):
-        if line.strip() == "Parameters" and i + 1 < len(lines) and \
-                set(lines[i + 1].strip()) == {"-"}:
-            in_params = True
+        header = bool(line.strip()) and i + 1 < len(lines) and \
+            set(lines[i + 1].strip()) == {"-"}
+        if header:  # a section of its own (Returns, Examples, ...) ends the parameters
+            in_params = line.strip() == "Parameters"
         elif in_params and line and not line[0].isspace() and not set(line.strip()) <= {"-"} \
                 and not _PARAM.match(line):
             out += ["Notes", "-----"]

@@ -252,9 +252,10 @@ def positive_values(fmt: fpsim.Format) -> tuple[list[Fraction], list[Fraction]]:
     return sub, normal
 
 
-def plot_values(path: str | os.PathLike[str]) -> None:
+def values_figure() -> Any:
     """Every positive finite value of the formats of :data:`SMALL`, one row
-    of tick marks per format on a log axis; subnormals in a second colour."""
+    of tick marks per format on a log axis; subnormals in a second colour.
+    Rows are labelled with fpsim's names of the formats."""
     plt = _pyplot()
     fmts = [fpsim.format(n) for n in SMALL]
     fig, ax = plt.subplots(figsize=(9, 0.5 + 0.55 * len(fmts)), layout="constrained")
@@ -266,13 +267,22 @@ def plot_values(path: str | os.PathLike[str]) -> None:
         ax.vlines([float(v) for v in sub], y - 0.35, y + 0.35, colors="C1", lw=0.8,
                   label="subnormal" if row == 0 else None)
     ax.set_xscale("log", base=2)
-    ax.set_yticks(range(len(fmts)), [f.name.upper() for f in reversed(fmts)])
+    ax.set_yticks(range(len(fmts)), [f.name for f in reversed(fmts)])
     ax.set_ylim(-0.6, len(fmts) - 0.4)
     ax.set_xlabel("positive finite values (log scale)")
     ax.grid(axis="x", which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return fig
+
+
+def plot_values(path: str | os.PathLike[str]) -> None:
+    """:func:`values_figure`, written to ``path`` as a PNG."""
+    _save(values_figure(), path)
+
+
+def _save(fig: Any, path: str | os.PathLike[str]) -> None:
     fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
 def spacing_points(fmt: fpsim.Format) -> tuple[list[tuple[float, float]],
@@ -297,31 +307,46 @@ def spacing_points(fmt: fpsim.Format) -> tuple[list[tuple[float, float]],
     return sub, normal
 
 
-def plot_spacing(path: str | os.PathLike[str]) -> None:
+# How each format's lines are drawn in the spacing plot.  TF32 and FP16
+# have the same precision, so their lines coincide wherever both formats
+# have values: TF32 is drawn first as a wide, pale band and FP16 as a thin
+# line on it, so that both stay visible.
+SPACING_STYLE = {"tf32": {"lw": 5.0, "alpha": 0.45}}
+
+
+def spacing_figure() -> Any:
     """ulp(x)/x against x for the formats of :data:`SPACING`, log-log: the
     sawtooth of the normal binades (solid) and the subnormal range (dashed);
-    over the whole range of the formats, and near 1."""
+    over the whole range of the formats, and near 1.  Lines are labelled
+    with fpsim's names of the formats and styled by :data:`SPACING_STYLE`."""
     plt = _pyplot()
     fig, (whole, near1) = plt.subplots(2, 1, figsize=(9, 8.5), layout="constrained")
     for i, name in enumerate(SPACING):
         f = fpsim.format(name)
         sub, normal = spacing_points(f)
+        style = {"color": f"C{i}", "lw": 1.0, **SPACING_STYLE.get(name, {})}
         for ax in (whole, near1):
-            ax.plot(*zip(*normal), color=f"C{i}", lw=1.0, label=f.name.upper())
+            ax.plot(*zip(*normal), label=f.name, **style)
             if sub:
-                ax.plot(*zip(*sub), color=f"C{i}", lw=1.0, ls="--")
+                ax.plot(*zip(*sub), ls="--", **style)
     for ax in (whole, near1):
         ax.set_yscale("log", base=2)
         ax.set_ylabel("ulp(x) / x")
         ax.grid(which="major", alpha=0.3)
     whole.set_xscale("log", base=10)
     whole.set_xlabel("x (the whole range of the formats)")
-    whole.legend(loc="upper right", ncols=3, title="dashed: subnormal range")
+    # in the empty band between FP32's sawtooth and the 16-bit formats'
+    whole.legend(loc="center", bbox_to_anchor=(0.5, 0.3), ncols=3,
+                 title="dashed: subnormal range\ntf32 (wide) and fp16 coincide: same precision")
     near1.set_xscale("log", base=2)
     near1.set_xlim(2.0**-3, 2.0**3)
     near1.set_xlabel("x (near 1)")
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    return fig
+
+
+def plot_spacing(path: str | os.PathLike[str]) -> None:
+    """:func:`spacing_figure`, written to ``path`` as a PNG."""
+    _save(spacing_figure(), path)
 
 
 PLOTS: dict[str, Callable[[str | os.PathLike[str]], None]] = {

@@ -2,7 +2,7 @@
 real stacks disagree, computed at build time with what is installed.
 
 ``.. fpsim-profiles::``
-    A table of :func:`fpsim.testing._profiles.profiles`: settings, per-format
+    A table of :func:`fpsim.testing.profiles`: settings, per-format
     overrides, notes and how each was established.
 
 ``.. fpsim-stack-disagreements::``
@@ -25,7 +25,7 @@ from sphinx.util.docutils import SphinxDirective
 
 import fpsim
 from fpsim import array, ops
-from fpsim.testing._profiles import profiles
+from fpsim.testing import profiles
 
 try:
     import torch

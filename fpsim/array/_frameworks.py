@@ -75,12 +75,17 @@ def _np_dtype(name: str) -> np.dtype:
 
 def _unpack_fp4(a: np.ndarray) -> np.ndarray:
     """Bytes of two E2M1 codes (low nibble first) as float4_e2m1fn elements,
-    the axis the bytes run along in memory doubled: the last of a C-ordered
-    array, else the axis of the smallest stride among those longer than 1
-    (the later one on a tie).  A 0-d pair becomes 2 elements."""
+    the axis the bytes run along in memory doubled: the last axis whose
+    stride is one byte (an axis of length 1 included: torch keeps its
+    stride, so ``b.t()`` of a ``(1, K/2)`` tensor is read as ``(K, 1)``,
+    the GEMV case), else the axis of the smallest stride among those longer
+    than 1 (the later one on a tie).  A 0-d pair becomes 2 elements."""
     a = np.atleast_1d(a)
     axis = a.ndim - 1
-    if not a.flags.c_contiguous:
+    unit = [i for i in range(a.ndim) if abs(a.strides[i]) == 1]
+    if unit:
+        axis = unit[-1]
+    else:
         longer = [i for i in range(a.ndim) if a.shape[i] > 1]
         if longer:
             axis = min(reversed(longer), key=lambda i: abs(a.strides[i]))

@@ -37,8 +37,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
-from . import diff, explain, formats, gen, probe, ref, sweep, vectors, ver
+from .. import __version__, _names
+from . import _common, diff, explain, formats, gen, probe, ref, sweep, vectors, ver
 from ._common import STDOUT_CLOSED, Parser, UsageError, ascii_streams, to_stderr
 
 __all__ = ["main"]
@@ -57,7 +57,8 @@ examples:
 bad input (one line on stderr)."""
 
 
-def _build_parser() -> Parser:
+def _build_parser() -> tuple[Parser, dict[str, Parser]]:
+    """The parser, and each command's own parser by name."""
     parser = Parser(
         prog="python -m fpsim",
         description="fpsim: the bit-exact golden model of the floating-point formats\n"
@@ -68,7 +69,33 @@ def _build_parser() -> Parser:
                                 metavar="{" + ",".join(_NAMES) + "}", parser_class=Parser)
     for command in COMMANDS:
         command.add(sub)
-    return parser
+    return parser, sub.choices
+
+
+def _nearest_options(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """"; did you mean -level?" for unrecognized options near the command's
+    own (``--level``: TestFloat's options take one dash), else nothing."""
+    owner = {o: action for action in parser._actions for o in action.option_strings}
+    found: list[tuple[str, list[str]]] = []
+    for given in extra:
+        flag = given.split("=", 1)[0]
+        if flag.startswith("-") and not _common.reads_as_number(flag):
+            near: list[str] = []
+            for o in _names.nearest(flag, owner, n=4):  # one spelling per option
+                if all(owner[o] is not owner[n] for n in near) and len(near) < 2:
+                    near.append(o)
+            if near:
+                found.append((flag, near))
+    if not found:
+        return ""
+    if len(found) == 1:
+        text = f"; did you mean {_names.alternatives(found[0][1])}?"
+    else:
+        text = "; did you mean " + ", ".join(f"{_names.alternatives(near)} for {flag}"
+                                            for flag, near in found) + "?"
+    one_dash = any(flag.startswith("--") and not o.startswith("--") and len(o) > 2
+                   for flag, near in found for o in near)
+    return text + (" (TestFloat's options take one dash)" if one_dash else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _build_parser()
+    parser, commands = _build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         try:
@@ -91,7 +118,9 @@ def _main(argv: Sequence[str] | None) -> int:
             args.paths += [e for e in extra if not e.startswith("-")]
             extra = [e for e in extra if e.startswith("-")]
         if extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            command = commands.get(args.command, parser)
+            command.error(f"unrecognized arguments: {' '.join(extra)}"
+                          + _nearest_options(command, extra))
         if args.command is None:
             raise UsageError(f"missing command; accepted: {', '.join(_NAMES)} "
                              "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16'; "

@@ -65,12 +65,15 @@ class Parser(argparse.ArgumentParser):
         # knows only plain negative integers and decimals as numbers), so a
         # negative VALUE, or a negative option argument such as '--seed -1',
         # would be refused.  Whatever fpsim reads as a number is a value.
-        if arg_string[:1] == "-" and arg_string[1:2] not in ("-", "") and _reads(arg_string):
+        if arg_string[:1] == "-" and arg_string[1:2] not in ("-", "") \
+                and reads_as_number(arg_string):
             return None
         return super()._parse_optional(arg_string)
 
 
-def _reads(text: str) -> bool:
+def reads_as_number(text: str) -> bool:
+    """Whether fpsim reads ``text`` as a number (``-1e-5`` is a value, not
+    an option)."""
     try:
         parse.exact(text)
     except (ValueError, TypeError, ArithmeticError):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from ..explain import DEFAULT_SEED, explain, explain_bits, render
-from ._common import UsageError, emit, rounding_options
+from ._common import UsageError, emit, lookup_format, rounding_options
 
 SUMMARY = "what happens to a value in a format: bits, exact value, error, flags"
+
+_BINARY = re.compile(r"0[bB][01_]+")
 
 
 def add(sub: Any) -> None:
@@ -39,6 +42,7 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.fmt = lookup_format(args.fmt)  # a mistyped name: "--fmt: ...; did you mean ...?"
     if args.bits is not None:
         if args.value is not None:
             raise UsageError("give either VALUE or --bits, not both")
@@ -46,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.value is None:
             raise UsageError("explain needs a VALUE (e.g. 1e-5) or --bits 0x3C00")
+        if _BINARY.fullmatch(args.value.strip()):
+            # a code written in binary: fpsim reads no binary numbers
+            raise UsageError(f"VALUE {args.value.strip()!r} is binary, which is no number "
+                             f"fpsim reads: '--bits {args.value.strip()}' decodes it as a code "
+                             "(a value is decimal, rational or a hex float)")
         report = explain(args.value, args.fmt, rounding=args.rounding, saturate=args.saturate,
                          ftz=args.ftz, tininess=args.tininess, seed=args.seed,
                          p3109=args.p3109)

@@ -10,13 +10,18 @@ from ._common import UsageError, emit, plural
 
 SUMMARY = "write (or --check) the golden test vector files of spec/vectors"
 
+# Where a checkout of fpsim keeps the vectors, next to their description.
+DEFAULT_OUT = "spec/vectors"
+_CHECKOUT_MARK = "spec/vectors.md"
+
 
 def add(sub: Any) -> None:
     vc = sub.add_parser("vectors", help=SUMMARY,
                         description="Write the golden vector files (spec/vectors.md) and their "
                                     "SHA256SUMS manifest, or --check them.")
-    vc.add_argument("--out", default="spec/vectors",
-                    help="directory (default spec/vectors, as in a checkout of fpsim)")
+    vc.add_argument("--out", default=None, metavar="DIR",
+                    help=f"directory (default {DEFAULT_OUT}, in a checkout of fpsim only: "
+                         "elsewhere give --out DIR)")
     vc.add_argument("--check", action="store_true",
                     help="exit 1 unless DIR holds exactly what fpsim generates now")
     vc.add_argument("--formats", metavar="NAME[,NAME...]", default=None,
@@ -27,7 +32,12 @@ def add(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import _vectors
 
-    out = Path(args.out)
+    if args.out is None and not args.check and not Path(_CHECKOUT_MARK).is_file():
+        # Outside a checkout the default would make ./spec/vectors and write
+        # ~2,000 files into it: only a named folder is written.
+        raise UsageError(f"no checkout of fpsim here (no {_CHECKOUT_MARK}): name the folder to "
+                         "write the vector files into with --out DIR")
+    out = Path(DEFAULT_OUT if args.out is None else args.out)
     if args.check:
         if not out.is_dir():
             # Outside a checkout there is nothing to check: one line, not one

@@ -99,7 +99,7 @@ def _open(path: str) -> tuple[TextIO, Callable[[], None]]:
         return text, done
     from .. import _files
 
-    fd, _ = _files.open_regular(path, "FILE")
+    fd, _ = _files.open_regular(path, "input")  # "input file not found: results.txt"
     source = os.fdopen(fd, "r", encoding="ascii", errors="replace", newline=None)
     return source, source.close
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..formats import FP32
+from ..formats import FP32, refusal
 from ..formats import format as _lookup
 from .blockscaled import RECIPES, block_scaled
 from .model import MMAModel
@@ -236,6 +236,9 @@ def _gpu_name(gpu: Any) -> str:
 def _fmt_name(fmt: Any, gpu: str, have: list[tuple[str, str]]) -> str:
     try:
         return _lookup(fmt).name
-    except (ValueError, TypeError):
-        listing = ", ".join(f"{i}->{o}" for i, o in have)
-        raise ValueError(f"unknown format {fmt!r}; {gpu} has: {listing}") from None
+    except (ValueError, TypeError) as exc:
+        listing = f"{gpu} has: " + ", ".join(f"{i}->{o}" for i, o in have)
+        if isinstance(exc, ValueError) and isinstance(fmt, str):
+            # the nearest of this GPU's formats, or why the name is refused
+            raise ValueError(refusal(fmt, [f for pair in have for f in pair], listing)) from None
+        raise ValueError(f"unknown format {fmt!r}; {listing}") from None

@@ -181,8 +181,8 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     left running there (a Python thread cannot be stopped) and ends the
     probe with :class:`ProbeTimeout`.
 
-    Errors: an unknown format or ``shape`` (``ValueError`` listing what is
-    accepted); ``fn`` raising on a probe's input (:class:`ProbeError`, a
+    Errors: an unknown format or ``shape`` (``ValueError`` naming the
+    nearest names or what is accepted); ``fn`` raising on a probe's input (:class:`ProbeError`, a
     ``RuntimeError`` naming the probe and its first row, chained from what
     ``fn`` raised: anything but KeyboardInterrupt, ``SystemExit`` and
     ``GeneratorExit`` included); ``fn`` running past ``timeout``

@@ -162,6 +162,9 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     """Sweep an input space of ``op`` in ``fmt``: the candidate ``against``
     against the golden model, chunk by chunk.
 
+    Ctrl-C (KeyboardInterrupt) stops the sweep: the report then covers the
+    chunks done, with ``interrupted`` set, and the progress file is saved.
+
     Parameters
     ----------
     op:
@@ -172,28 +175,45 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     against:
         The candidate: a callable on numpy arrays, or its name
         ``"module:function"`` (see :mod:`fpsim.sweep`).
-    ctx, rounding:
-        The golden model's context (default ``Context()``), and a rounding
-        mode to set in it.
-    sample, seed:
+    ctx:
+        The golden model's context (default ``Context()``).
+    rounding:
+        A rounding mode to set in the golden model's context (default: the
+        context's own).
+    sample:
         Sweep a deterministic stratified sample of this fraction of the
-        tuples instead of all of them.
+        tuples instead of all of them (default: all).
+    seed:
+        The seed that picks the sample's tuples (with ``sample``).
     specials:
         Sweep only the tuples with at least one operand among these values
         (strings ``"0x.."`` are codes; a comma-separated string is split).
-    scheduler, workers, timeout:
+    scheduler:
         None: in this process.  ``"local"`` (or ``"threads"``) and
-        ``"processes"``: Dask's local scheduler with ``workers`` workers
-        (default: the CPU count).  A scheduler address
-        (``"tcp://host:8786"``) or a ``distributed.Client``: that cluster,
-        reached within ``timeout`` seconds.
+        ``"processes"``: Dask's local scheduler.  A scheduler address
+        (``"tcp://host:8786"``) or a ``distributed.Client``: that cluster.
+    workers:
+        The number of workers of Dask's local scheduler (default: the CPU
+        count).
+    timeout:
+        Seconds within which a cluster's scheduler must answer (default 10).
     chunk_size:
         Tuples per chunk (the unit of work, of progress and of resuming).
     progress_file:
         Save progress there (every ``save_every`` seconds, and when the
         sweep ends or is interrupted); if the file exists, resume from it.
-    max_ulp, nan, signed_zero, offenders:
-        The tolerance, as :func:`fpsim.testing.compare` takes it.
+    save_every:
+        Seconds between two saves of the progress file.
+    max_ulp:
+        The tolerance in ULPs, as :func:`fpsim.testing.compare` takes it.
+    nan:
+        How NaNs must match, as :func:`fpsim.testing.compare` takes it.
+    signed_zero:
+        Whether ``+0`` and ``-0`` must match, as
+        :func:`fpsim.testing.compare` takes it.
+    offenders:
+        How many offenders the report keeps, as
+        :func:`fpsim.testing.compare` takes it.
     on_progress:
         Called with a :class:`Progress` after every chunk.
     chunk_timeout:
@@ -204,10 +224,13 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         call is left running in a daemon thread, which cannot be stopped.
         Default None: no limit.
 
-    Returns a :class:`SweepReport`.  Ctrl-C (KeyboardInterrupt) stops the
-    sweep: the report then covers the chunks done, with ``interrupted``
-    set, and the progress file is saved.
+    Returns
+    -------
+    SweepReport
+        The comparison's report, with the progress of the sweep.
 
+    Examples
+    --------
     >>> import numpy as np, ml_dtypes
     >>> from fpsim import sweep
     >>> def add_e5m2(a, b):      # through float32, where E5M2 sums are exact

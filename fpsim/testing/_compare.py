@@ -65,6 +65,26 @@ NO_ULP_LIMIT = 1 << 64
 # while a test runs (fpsim.testing.pytest_plugin).
 _collectors: list[list[Report]] = []
 
+# How the Python API's users name a format (the command line passes its own).
+HINT = "pass fmt="
+
+
+class ShapeMismatch(ValueError):
+    """Inputs of different shapes: a :class:`ValueError` of :func:`compare`
+    (nothing to compare pair by pair), an :class:`AssertionError` of the
+    assertions (a result of the wrong shape fails them, as in
+    :mod:`numpy.testing`)."""
+
+
+def _round_hint(labels: tuple[str, str], hint: str, fmt: Format) -> str | None:
+    """How to bring a reference (the second input) into the output's
+    format ``fmt``: round it first, written as the Python call that does it
+    (None on the command line, whose users name formats with ``--fmt``)."""
+    if hint != HINT:
+        return None
+    return (f"round the reference to {fmt.name} first: "
+            f'fpsim.array.round({labels[1]}, "{fmt.name}")')
+
 
 # -- reading the inputs --------------------------------------------------------
 
@@ -79,8 +99,11 @@ def _resolve_format(a: np.ndarray, b: np.ndarray, fmt: Format | str | None,
                             "integer codes or other dtypes; inferred dtypes are numpy "
                             "float16/32/64 and the ml_dtypes types")
     if found[0] != found[1]:
-        raise TypeError(f"{labels[0]} is {a.dtype} but {labels[1]} is {b.dtype}: {hint} to "
-                        "compare both in one format")
+        advice = f"{hint} to compare both in one format"
+        rounding = _round_hint(labels, hint, found[0])  # type: ignore[arg-type]
+        if rounding and found[1].width > found[0].width:  # type: ignore[union-attr]
+            advice = f"{rounding} (or {advice})"
+        raise TypeError(f"{labels[0]} is {a.dtype} but {labels[1]} is {b.dtype}: {advice}")
     return found[0]  # type: ignore[return-value]
 
 
@@ -96,11 +119,12 @@ class _Source:
       only: each chunk is converted and must convert back to itself.
 
     ``x`` may be a :class:`~fpsim.testing._dumps.Dump` (a file on disk),
-    whose chunks are read from the file."""
+    whose chunks are read from the file.  ``round_hint`` says how to round
+    values outside ``fmt`` into it (given for the reference)."""
 
     def __init__(self, label: str, x: np.ndarray | Dump, fmt: Format, hint: str,
-                 scratch: np.ndarray | None = None) -> None:
-        self.label, self.fmt, self.hint = label, fmt, hint
+                 scratch: np.ndarray | None = None, round_hint: str | None = None) -> None:
+        self.label, self.fmt, self.hint, self.round_hint = label, fmt, hint, round_hint
         self.size = x.size
         if isinstance(x, Dump):
             self._slice = functools.partial(x.read, scratch=scratch)
@@ -144,20 +168,22 @@ class _Source:
             same &= np.signbit(back) == np.signbit(wide)
         if not same.all():
             i = int(np.argmin(same))
+            advice = self.round_hint or (f"{self.hint} naming the format the data is in, or "
+                                         "pass its codes")
             raise ValueError(f"{self.label} ({x.dtype}) holds values that are not {fmt.name} "
-                             f"values (the first: {wide[i]!r}); {self.hint} naming the format "
-                             "the data is in, or pass its codes")
+                             f"values (the first: {wide[i]!r}); {advice}")
         return codes
 
 
 def _sources(actual: Any, expected: Any, fmt: Format | str | None,
-             labels: tuple[str, str] = ("actual", "expected"), hint: str = "pass fmt="
+             labels: tuple[str, str] = ("actual", "expected"), hint: str = HINT
              ) -> tuple[Format, tuple[int, ...], _Source, _Source]:
     a, b = (_as_array(x, name) for x, name in zip((actual, expected), labels))
     if a.shape != b.shape:
-        raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
+        raise ShapeMismatch(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
     f = _resolve_format(a, b, fmt, labels, hint)
-    return f, a.shape, _Source(labels[0], a, f, hint), _Source(labels[1], b, f, hint)
+    return f, a.shape, _Source(labels[0], a, f, hint), _Source(
+        labels[1], b, f, hint, round_hint=_round_hint(labels, hint, f))
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:
@@ -231,12 +257,16 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
 
     Parameters
     ----------
-    actual, expected:
-        Arrays of one shape: numpy or ml_dtypes float arrays (their format is
-        inferred from the dtype), integer arrays of codes (``fmt`` required),
-        or anything :func:`numpy.asarray` takes (PyTorch CPU tensors, lists).
-        Float arrays of another dtype are accepted when every value is a
-        value of ``fmt`` (NaN payloads are then those of the conversion).
+    actual:
+        What the kernel or device produced: a numpy or ml_dtypes float array
+        (its format is inferred from the dtype), an integer array of codes
+        (``fmt`` required), or anything :func:`numpy.asarray` takes (PyTorch
+        CPU tensors, lists).  A float array of another dtype is accepted when
+        every value is a value of ``fmt`` (NaN payloads are then those of the
+        conversion).
+    expected:
+        The golden result, of ``actual``'s shape, in any of the forms
+        ``actual`` takes.
     fmt:
         The format, when it cannot be inferred or to override it.
     max_ulp:
@@ -256,10 +286,15 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
         finite values κ is the ULP distance; with both limits a pair must be
         within both.
 
-    Returns a :class:`Report`; its ``max_kappa`` is the largest κ over all
-    pairs (NaN where a NaN meets a number, ∞ where an infinity meets a
-    finite value or the other infinity).
+    Returns
+    -------
+    Report
+        Its ``max_kappa`` is the largest κ over all pairs (NaN where a NaN
+        meets a number, ∞ where an infinity meets a finite value or the
+        other infinity).
 
+    Notes
+    -----
     Packed data (FP4 two codes a byte, FP6 four in three bytes) and scale
     matrices in the blocked layout are compared as their codes in logical
     order, so that offenders are reported at logical indices: unpack them
@@ -267,6 +302,8 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
     :func:`~fpsim.testing.packing.from_blocked` (``python -m fpsim diff``
     does this for files with ``--pack`` and ``--layout``).
 
+    Examples
+    --------
     >>> import numpy as np
     >>> from fpsim.testing import compare
     >>> from fpsim.testing.packing import unpack
@@ -301,7 +338,7 @@ def compare(actual: Any, expected: Any, fmt: Format | str | None = None, *,
 
 def run(actual: Any, expected: Any, fmt: Format | str | None, *, max_ulp: int | None,
         nan: str, signed_zero: bool, offenders: int, max_kappa: int | None = None,
-        labels: tuple[str, str] = ("actual", "expected"), hint: str = "pass fmt=") -> Report:
+        labels: tuple[str, str] = ("actual", "expected"), hint: str = HINT) -> Report:
     """:func:`compare`, with the inputs' names and the way to name a format
     as the caller's users know them (the command line's file names and
     ``--fmt``)."""
@@ -390,7 +427,7 @@ def _dask_report(actual: Any, expected: Any, fmt: Format | str | None, tol: Tole
     a, b = (x if _is_dask(x) else da.from_array(x, chunks=CHUNK if np.ndim(x) == 1 else "auto")
             for x in (a, b))
     if a.shape != b.shape:
-        raise ValueError(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
+        raise ShapeMismatch(f"shape mismatch: {labels[0]} {a.shape}, {labels[1]} {b.shape}")
     f = _resolve_format(a, b, fmt, labels, hint)
     shape = tuple(int(n) for n in a.shape)
     if a.ndim == 0:
@@ -413,7 +450,9 @@ def _block_partial(a: np.ndarray, b: np.ndarray, origin: tuple[int, ...],
                    shape: tuple[int, ...], fmt: Format, tol: Tolerance, limits: _kappa.Limits,
                    labels: tuple[str, str], hint: str) -> tuple[Partial, _kappa.KappaPartial]:
     """The tallies (ULP and κ) of one block whose first element is at ``origin``."""
-    sources = [_Source(label, engine.as_array(x), fmt, hint) for label, x in zip(labels, (a, b))]
+    sources = [_Source(labels[0], engine.as_array(a), fmt, hint),
+               _Source(labels[1], engine.as_array(b), fmt, hint,
+                       round_hint=_round_hint(labels, hint, fmt))]
     block_shape = np.shape(a)
     tally, kappas = Partial(), _kappa.KappaPartial()
     for start, stop in _chunks(sources[0].size, CHUNK):
@@ -499,12 +538,21 @@ def _scratch(slot: int, nbytes: int) -> np.ndarray | None:
     return pair[slot]
 
 
-@quiet
+# The assertions hide their frames from pytest's tracebacks (__tracebackhide__,
+# as numpy.testing's do): a failure points at the test's line.  They run
+# under np.errstate in their own frame, not in @quiet's wrapper.
+
 def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = None, *,
                          err_msg: str = "") -> None:
     """Raise :class:`AssertionError` unless every element of ``actual`` has
     the same bit pattern as ``expected`` (NaN codes and the sign of zero
-    included).  The message is the :class:`Report`'s table.
+    included).  The message is the :class:`Report`'s table, then ``err_msg``.
+
+    Inputs of different shapes fail the assertion too (as in
+    :mod:`numpy.testing`); inputs that cannot be compared at all raise as
+    :func:`compare` does: :class:`TypeError` for a dtype whose format cannot
+    be told or dtypes of two formats without ``fmt``, :class:`ValueError`
+    for an unknown format, codes out of range or values outside ``fmt``.
 
     >>> import numpy as np
     >>> from fpsim.testing import assert_bitwise_equal
@@ -514,18 +562,25 @@ def assert_bitwise_equal(actual: Any, expected: Any, fmt: Format | str | None = 
     ...
     AssertionError: fpsim compare: MISMATCH: fp16, shape (2,), max_ulp=0, nan=exact, ...
     ...
+    >>> assert_bitwise_equal(np.float16([1, 2]), np.float16([1]))
+    Traceback (most recent call last):
+    ...
+    AssertionError: shape mismatch: actual (2,), expected (1,)
     """
+    __tracebackhide__ = True
     _check_err_msg(err_msg)
-    _assert(compare(actual, expected, fmt, max_ulp=0, nan="exact", signed_zero=True), err_msg)
+    _assert(functools.partial(compare, actual, expected, fmt, max_ulp=0, nan="exact",
+                              signed_zero=True), err_msg)
 
 
-@quiet
 def assert_ulp_close(actual: Any, expected: Any, max_ulp: int = 1,
                      fmt: Format | str | None = None, *, nan: str = "any",
                      signed_zero: bool = True, err_msg: str = "") -> None:
     """Raise :class:`AssertionError` if any pair of finite values is more
     than ``max_ulp`` ULPs apart, or differs in kind (NaN, infinity, the sign
-    of zero; see :func:`compare`).  The message is the :class:`Report`'s table.
+    of zero; see :func:`compare`), or if the shapes differ.  The message is
+    the :class:`Report`'s table, then ``err_msg``; arguments that cannot be
+    compared raise as in :func:`assert_bitwise_equal`.
 
     >>> import numpy as np
     >>> from fpsim.testing import assert_ulp_close
@@ -536,9 +591,10 @@ def assert_ulp_close(actual: Any, expected: Any, max_ulp: int = 1,
     AssertionError: fpsim compare: MISMATCH: fp16, shape (2,), max_ulp=1, nan=any, signed_zero=True
     ...
     """
+    __tracebackhide__ = True
     _check_err_msg(err_msg)
-    _assert(compare(actual, expected, fmt, max_ulp=max_ulp, nan=nan, signed_zero=signed_zero),
-            err_msg)
+    _assert(functools.partial(compare, actual, expected, fmt, max_ulp=max_ulp, nan=nan,
+                              signed_zero=signed_zero), err_msg)
 
 
 def _check_err_msg(err_msg: Any) -> None:
@@ -547,6 +603,17 @@ def _check_err_msg(err_msg: Any) -> None:
                         f"{type(err_msg).__name__}")
 
 
-def _assert(report: Report, err_msg: str) -> None:
-    if not report.ok:
-        raise AssertionError(str(report) + ("\n" + err_msg if err_msg else ""))
+def _assert(check: Any, err_msg: str) -> None:
+    """Raise :class:`AssertionError` with the report of ``check()`` unless
+    it is OK, or with the shape mismatch it raised."""
+    __tracebackhide__ = True
+    with np.errstate(all="ignore"):
+        try:
+            report = check()
+        except ShapeMismatch as exc:
+            message = str(exc)
+        else:
+            if report.ok:
+                return
+            message = str(report)
+    raise AssertionError(message + ("\n" + err_msg if err_msg else "")) from None

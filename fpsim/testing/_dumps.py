@@ -265,6 +265,8 @@ def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "lit
     try:
         if path.endswith(".npy"):
             offset, dt, stored, fortran = _npy_header(fd, name)
+            if dt.kind == "V":
+                dt = _raw_codes(dt, fmt, name)
             if dt.kind in "iu" and fmt is not None:
                 width = _array.code_dtype(fmt).itemsize
                 if dt.itemsize != width:
@@ -327,6 +329,23 @@ def read(path: str | os.PathLike[str], fmt: Format | None, byteorder: str = "lit
                 stored if shape is None else tuple(shape), stamp)
 
 
+# A format of each width, for the message on untyped codes: ml_dtypes' types
+# that np.save stores as raw bytes (dtype V1, V2).
+_EXAMPLE_FORMATS = {1: "e4m3", 2: "bf16", 4: "fp32", 8: "fp64"}
+
+
+def _raw_codes(dt: np.dtype, fmt: Format | None, name: str) -> np.dtype:
+    """The unsigned dtype of a .npy file's raw ``V<n>`` elements: np.save
+    stores an ml_dtypes array (bfloat16, float8_*) so, as bytes without
+    their type, which ``fmt`` names (its codes must be ``n`` bytes wide)."""
+    if fmt is None:
+        raise DumpError(f"{name} holds V{dt.itemsize} data: {dt.itemsize}-byte codes without "
+                        "their type, most likely an ml_dtypes array (bfloat16, float8_*) that "
+                        "np.save wrote: give their format with --fmt (e.g. --fmt "
+                        f"{_EXAMPLE_FORMATS[dt.itemsize]})")
+    return np.dtype(f"u{dt.itemsize}")
+
+
 def _text(shape: tuple[int, ...] | None) -> str:
     return "flat" if shape is None else "x".join(map(str, shape))
 
@@ -369,11 +388,11 @@ def _npy_header(fd: int, name: str) -> tuple[int, np.dtype, tuple[int, ...], boo
     if dt.hasobject:
         raise DumpError(f"{name} holds Python objects; accepted: float values (numpy, "
                         "ml_dtypes) or integer codes")
-    if dt.kind == "V" and dt.fields is None and dt.subdtype is None \
-            and dt.itemsize in (1, 2, 4, 8):
-        # ml_dtypes arrays saved with np.save are stored as raw bytes: codes.
-        dt = np.dtype(f"u{dt.itemsize}")
-    elif dt.kind not in "iuf" or dt.subdtype is not None:
+    # Raw bytes (V1, V2, ...) are how np.save stores an ml_dtypes array: codes,
+    # of the format read() is given.
+    raw = dt.kind == "V" and dt.fields is None and dt.subdtype is None \
+        and dt.itemsize in (1, 2, 4, 8)
+    if not raw and (dt.kind not in "iuf" or dt.subdtype is not None):
         raise DumpError(f"{name} holds {dt} data; accepted: float values (numpy, ml_dtypes) "
                         "or integer codes")
     stored = tuple(int(s) for s in stored)

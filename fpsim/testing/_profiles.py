@@ -12,7 +12,7 @@ Every profile says how it was established (:attr:`Profile.source`): measured
 on the installed library (``tests/test_stacks.py`` re-measures it on every
 run) or read from a specification.
 
->>> from fpsim.testing._profiles import profile
+>>> from fpsim.testing import profile
 >>> import fpsim
 >>> fpsim.E4M3.round(1000, profile("ml_dtypes").context())      # overflow: NaN
 Float(e4m3, 0x7f, nan)

@@ -231,11 +231,11 @@ def _fields(obj: Any) -> tuple[Any, ...]:
 
 
 def value_text(code: int, fmt: Format) -> str:
-    """The value of ``code`` as text (``repr`` of the float, exact for wide
-    formats without a numpy type)."""
+    """The value of ``code`` as text: ``repr`` of the float (formats without
+    a numpy type wider than 32 bits: Float.short_text)."""
     if fmt.width <= 32 or _array.value_dtype(fmt) is not None:
         return repr(float(_array.decode(np.array([code], _array.code_dtype(fmt)), fmt)[0]))
-    return str(fmt.from_bits(code).value)
+    return fmt.from_bits(code).short_text()
 
 
 def fields_text(code: int, fmt: Format) -> str:
