@@ -6,6 +6,12 @@ report), keeping only a bounded number of calls in flight.  ``fn`` must
 pickle (a module-level function, or a :func:`functools.partial` of one) for
 the process and cluster runners.
 
+What ``fn`` raises comes out of ``map`` as it is.  A failure of the runner
+itself (a worker process that died, a scheduler that went away, a call the
+cluster cancelled or gave up on, a connection lost) comes out as one
+:class:`RunnerError` naming what happened: the work could not finish, which
+is neither an agreement nor a mismatch (on the command line, exit status 2).
+
 Dask and distributed are optional (``pip install fpsim[dask]``); only the
 runners that need them import them.
 """
@@ -16,9 +22,28 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import BrokenExecutor, CancelledError
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 LOCAL = ("local", "threads", "processes")
+
+
+class RunnerError(RuntimeError):
+    """The runner could not finish the work: a worker died, the scheduler
+    went away, a call was cancelled or timed out, a connection failed.  The
+    message names what happened; the exception it came from is chained."""
+
+
+def _what(exc: BaseException) -> str:
+    """An exception of the runner's machinery, in one phrase."""
+    try:
+        text = " ".join(str(exc).split())
+    except Exception:  # noqa: BLE001  (a message that cannot be read is no reason to fail here)
+        text = ""
+    if len(text) > 240:
+        text = text[:240] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _need(package: str, what: str) -> Any:
@@ -76,7 +101,12 @@ class DaskLocal:
         while batch := [item for _, item in zip(range(step), todo)]:
             tasks = [delayed(item, dask_key_name=f"fpsim-chunk-{i}") for i, item in
                      enumerate(batch)]
-            yield from zip(batch, self.dask.compute(*tasks, **options))
+            try:
+                results = self.dask.compute(*tasks, **options)
+            except BrokenExecutor as exc:  # a worker process died (killed, os._exit, a crash)
+                raise RunnerError(f"a worker process of Dask's local scheduler ({self.name}) "
+                                  f"died while running the work ({_what(exc)})") from exc
+            yield from zip(batch, results)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -114,9 +144,33 @@ class Distributed:
         threads = sum(w.get("nthreads", 1) for w in workers.values()) or 1
         self.window = 4 * threads
         self.name = f"distributed {self.client.scheduler.address}, {len(workers)} workers"
+        self._broken = False
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        from distributed import as_completed
+        import asyncio
+
+        from distributed import KilledWorker
+
+        own: list[BaseException] = []  # what fn raised: it goes through as it is
+        try:
+            yield from self._map(fn, items, own)
+        except (Exception, asyncio.CancelledError) as exc:
+            if own and exc is own[0]:
+                raise
+            self._broken = True
+            if isinstance(exc, KilledWorker):
+                what = "a worker died while running the work"
+            elif isinstance(exc, (asyncio.CancelledError, CancelledError)):
+                what = "the cluster cancelled the work (its scheduler or workers went away)"
+            elif isinstance(exc, (TimeoutError, OSError)):
+                what = "the connection to the cluster failed"
+            else:
+                what = "the cluster failed"
+            raise RunnerError(f"{what}: {self.name} ({_what(exc)})") from exc
+
+    def _map(self, fn: Callable[[Any], Any], items: Iterable[Any],
+             own: list[BaseException]) -> Iterator[tuple[Any, Any]]:
+        from distributed import KilledWorker, as_completed
 
         todo = iter(items)
         running = as_completed(loop=self.client.loop)  # this client, not a default one
@@ -138,16 +192,51 @@ class Distributed:
                     break
             for f in running:
                 item = pending.pop(f)
-                result = f.result()
+                try:
+                    result = f.result()
+                except BaseException as exc:
+                    # fn's own exception, raised on the worker; not the
+                    # KilledWorker the scheduler gives a task whose workers died
+                    if f.status == "error" and not isinstance(exc, KilledWorker):
+                        own.append(exc)
+                    raise
                 submit()
                 yield item, result
         finally:
             if pending:
-                self.client.cancel(list(pending))
+                try:
+                    self.client.cancel(list(pending))
+                except Exception:  # noqa: BLE001  (a client that lost its cluster: nothing runs)
+                    pass
 
     def close(self) -> None:
         if self._own:
-            self.client.close()
+            import asyncio
+
+            # After a failure, the client's attempt to reconnect, cancelled
+            # by close(), logs its traceback: the RunnerError said it all.
+            with _quiet("distributed") if self._broken else nullcontext():
+                try:
+                    self.client.close()
+                except (Exception, asyncio.CancelledError):  # a cluster that went away
+                    pass
+
+
+@contextmanager
+def _quiet(package: str) -> Iterator[None]:
+    """The loggers of ``package`` silent for a while."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if name == package or name.startswith(package + ".")]
+    was = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, was):
+            logger.disabled = disabled
 
 
 def _probe(address: str, timeout: float) -> None:

@@ -259,14 +259,17 @@ def manifest(directory: Path, names: list[str]) -> str:
 
 def write(directory: Path) -> list[str]:
     """Write every vector file and the manifest under ``directory``; return
-    the relative paths written."""
+    the relative paths written.  Each file appears whole or not at all
+    (:func:`fpsim._files.write_atomic`), the manifest last: an interrupted
+    run leaves every file either as it was or as it is now, which
+    ``--check`` reports."""
     names = []
     for name, text in files():
         path = directory / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text(), encoding="ascii")
+        _files.write_atomic(path, text(), "vector file")
         names.append(name)
-    (directory / MANIFEST).write_text(manifest(directory, names), encoding="ascii")
+    _files.write_atomic(directory / MANIFEST, manifest(directory, names), "manifest")
     return names
 
 

@@ -40,7 +40,6 @@ without infinities, P = 1 without fraction bits).
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -450,24 +449,24 @@ def _bound_key(name: str, x: Any) -> _Key | None:
             f"{name} must be a number (int, float, Fraction, Decimal or fpsim.Float) "
             f"or None, got {type(x).__name__}"
         )
-    if isinstance(x, np.floating):
-        x = float(x)
-    elif isinstance(x, np.integer):
-        x = int(x)
-    if isinstance(x, Decimal):
-        if x.is_nan():
+    if isinstance(x, Rational) and not isinstance(x, (int, Fraction, np.integer)):
+        return (0, Fraction(x.numerator, x.denominator), 0)  # another Rational type
+    # Read exactly, as every value fpsim takes is (fpsim.parse): a
+    # np.longdouble by its own ratio, never through float64 (1 + 2**-60 is
+    # not 1.0), a huge Decimal exponent at no cost, a numpy float through its
+    # bits.
+    src = _parse.exact(x)
+    if src[0] == "code":  # a numpy scalar of a format: its Float
+        f = src[1].from_bits(src[2])
+        if f.is_nan:
             raise ValueError(f"{name} must not be NaN, got {x!r}")
-        if x.is_infinite():
-            return _NEG_INF if x < 0 else _POS_INF
-        # (read as fpsim.parse reads it: a huge exponent costs nothing)
-        return (0, _parse.fraction(_parse.exact(x)), -1 if x.is_zero() and x.is_signed() else 0)
-    if isinstance(x, float):
-        if math.isnan(x):
-            raise ValueError(f"{name} must not be NaN, got {x!r}")
-        if math.isinf(x):
-            return _NEG_INF if x < 0 else _POS_INF
-        return (0, Fraction(x), -1 if x == 0 and math.copysign(1.0, x) < 0 else 0)
-    return (0, Fraction(x), 0)
+        return _bound_key(name, f)
+    if src[0] in ("nan", "snan"):
+        raise ValueError(f"{name} must not be NaN, got {x!r}")
+    if src[0] == "inf":
+        return _NEG_INF if src[1] else _POS_INF
+    value = _parse.fraction(src)
+    return (0, value, -1 if value == 0 and src[1] else 0)
 
 
 def _key(fmt: Format, code: int) -> _Key:

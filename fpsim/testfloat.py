@@ -894,6 +894,12 @@ def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None
     report = Report(op.name, _settings(ctx, op, exact, nan_exact, flags), _op=op)
     batch: list[tuple[int, str, list[int]]] = []
     for number, text in enumerate(lines, 1):
+        if not isinstance(text, str):
+            given = repr(text)
+            given = given if len(given) <= 60 else given[:50] + "..." + given[-6:]
+            raise TypeError(f"line {number}: {type(text).__name__} {given} is not a line of "
+                            "text; accepted: str lines (a list of str, a file opened in text "
+                            "mode)")
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
             continue

@@ -82,3 +82,31 @@ def broken_fp16_add(a, b):
     up = (ac == 0x3C00) & (bc >= 0x3C00) & (bc < 0x4000)
     r[up] += 1
     return r.view(np.float16)
+
+
+def dies_on_chunks(a, b):
+    """e5m2_add on the sweep's first call (its probe, 4 operands, in the
+    caller's process); on a chunk, the end of the process running it (a
+    Dask worker killed under the sweep)."""
+    if a.size > 64:
+        import os
+
+        os._exit(1)
+    return e5m2_add(a, b)
+
+
+def raises_on_chunks(a, b):
+    """e5m2_add on the sweep's first call (its probe); ZeroDivisionError on
+    a chunk (where it runs: a Dask worker)."""
+    if a.size > 64:
+        raise ZeroDivisionError("planted on a chunk")
+    return e5m2_add(a, b)
+
+
+def slow_e5m2_add(a, b):
+    """e5m2_add, a quarter of a second late on each chunk."""
+    if a.size > 64:
+        import time
+
+        time.sleep(0.25)
+    return e5m2_add(a, b)

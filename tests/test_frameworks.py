@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -327,6 +328,50 @@ def test_torch_errors():
     with pytest.raises(TypeError, match="torch has no dtype for float6_e3m2fn results"):
         array.like(np.zeros(2, ml_dtypes.float6_e3m2fn), t)
     assert array.like(np.zeros(2, ml_dtypes.float6_e3m2fn), t, codes=True).dtype == torch.uint8
+
+
+def test_like_refuses_a_meta_target_as_a_meta_input_is_refused():
+    # Issue 45, item 8: like() onto a meta tensor gave a tensor with no
+    # values, where a meta input is refused: both name the meta device now.
+    torch = _torch()
+    meta = torch.empty(3, device="meta")
+    for result in (np.float32([1.0, 2.0, 3.0]), (np.float16([1.0]), np.uint8([0]))):
+        with pytest.raises(TypeError, match="like\\(\\): the target tensor is on the meta "
+                                            "device.*meta device has no values"):
+            array.like(result, meta)
+    with pytest.raises(TypeError, match="meta device has no values"):
+        array.add(meta, meta)
+    # a tensor with data, on the same CPU, is a target as before
+    assert torch.equal(array.like(np.float32([1.0, 2.0]), torch.empty(0)),
+                       torch.tensor([1.0, 2.0]))
+
+
+def test_nested_tensors_are_refused_naming_the_accepted_layouts():
+    # Issue 45, item 8: a jagged tensor surfaced torch's own RuntimeError
+    # ("to_dense does not support layout Jagged"), a strided nested one
+    # "NestedTensorImpl doesn't support sizes": fpsim's TypeError names
+    # what is accepted (sparse layouts are made dense, as before).
+    torch = _torch()
+    parts = [torch.ones(2, dtype=torch.float16), torch.ones(3, dtype=torch.float16)]
+    with warnings.catch_warnings():  # (torch's notes on prototype and beta layouts)
+        warnings.simplefilter("ignore", UserWarning)
+        jagged = torch.nested.nested_tensor(parts, layout=torch.jagged)
+        strided = torch.nested.nested_tensor(parts)
+        eye = torch.eye(4, dtype=torch.float16)
+        sparse_layouts = (eye.to_sparse(), eye.to_sparse_csr(), eye.to_sparse_csc(),
+                          eye.to_sparse_bsr((2, 2)), eye.to_sparse_bsc((2, 2)))
+    for t, layout in ((jagged, "torch.jagged"), (strided, "torch.strided")):
+        for call in (lambda: array.as_numpy(t), lambda: ops.exp(t),
+                     lambda: array.add(t, t), lambda: array.encode(t, "e4m3")):
+            with pytest.raises(TypeError) as info:
+                call()
+            message = str(info.value)
+            assert f"torch nested tensors (layout {layout}) are not accepted" in message
+            assert "accepted layouts: torch.strided, torch.sparse_coo" in message
+            assert "to_padded_tensor" in message and "\n" not in message
+    # the sparse layouts are read, made dense
+    for sparse in sparse_layouts:
+        assert bits(array.as_numpy(sparse)) == bits(np.eye(4, dtype=np.float16))
 
 
 def test_block_scaled_gemm_reads_packed_fp4_and_scale_tensors():

@@ -282,9 +282,11 @@ def test_ver_with_stdin_closed_is_one_line(here):
     one_line_error(fpsim(here, "ver", "f16_add", close=(0,)), "stdin")
 
 
+# ver is the exception: its exit status is its verdict, which stands without
+# the report (tests/test_hostile_round3_sweeps.py).
 @pytest.mark.parametrize("argv", [
     ("explain", "1e-5"), ("formats",), ("diff", "a.bin", "b.bin", "--fmt", "fp16"),
-    ("ref", "list"), (*SWEEP, "--against", "hostile2:add"), ("ver", "f16_add", "lines.txt"),
+    ("ref", "list"), (*SWEEP, "--against", "hostile2:add"),
     (*PROBE, "--against", "hostile2:loop"),
 ], ids=lambda argv: argv[0])
 def test_every_command_with_stdout_closed_is_one_line_not_a_silent_status(here, argv):

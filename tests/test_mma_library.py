@@ -359,7 +359,7 @@ def test_library_options():
      ValueError, "scale_a/scale_b apply to FP8 inputs"),
     (lambda: mma.cublas("h100", "fp16")(np.ones((1, 16), np.float16),
                                         np.ones((16, 1), np.float16), alpha=float("nan")),
-     ValueError, "alpha=nan; accepted: a finite number"),
+     ValueError, "alpha must be a finite real number .*, got nan"),
     (lambda: Schedule(split_merge="serial"), ValueError,
      "split_merge must be one of compute, output, inplace"),
     (lambda: Schedule(split_k=0), ValueError, "split_k must be a positive int"),

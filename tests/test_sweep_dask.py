@@ -117,6 +117,58 @@ def test_unreachable_scheduler_is_a_clear_error():
         sweep.run("add", "e5m2", K.e5m2_add, scheduler="tcp://127.0.0.1:9", timeout=2)
 
 
+def test_a_killed_worker_is_exit_2_in_one_line_never_a_verdict(tmp_path, cluster):
+    """A candidate that ends its worker process (os._exit on a chunk): the
+    sweep could not finish, which is exit 2 with one line, and in Python a
+    RunnerError; never a traceback, never the "differs" status 1.  A
+    cluster of its own (the module's keeps its workers), one worker, no
+    retries (``allowed-failures`` 0), read by its scheduler in this
+    process."""
+    import subprocess
+    import sys
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as dying:
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get(
+                "PYTHONPATH", "")]))
+            done = subprocess.run(
+                [sys.executable, "-m", "fpsim", "sweep", "add", "--fmt", "e5m2", "--against",
+                 "sweep_kernels:dies_on_chunks", "--chunk-size", "4096", "--scheduler",
+                 dying.scheduler_address, "--progress-file", str(tmp_path / "p.json")],
+                capture_output=True, text=True, env=env, timeout=300)
+            assert done.returncode == 2 and done.stdout == "", done.stderr
+            err = done.stderr
+            assert err.startswith("fpsim: error: the sweep could not finish (0 of 16 chunks")
+            assert err.count("\n") == 1 and "Traceback" not in err
+            assert "a worker died" in err and "KilledWorker" in err
+            with pytest.raises(sweep.RunnerError, match="a worker died") as caught:
+                sweep.run("add", "e5m2", "sweep_kernels:dies_on_chunks", chunk_size=4096,
+                          scheduler=dying.scheduler_address)
+            assert isinstance(caught.value.__cause__.__cause__, distributed.KilledWorker)
+    # the chunks done (none: the first one killed the only worker) are saved
+    saved = json.load(open(tmp_path / "p.json"))
+    assert saved["done"] == []
+
+
+def test_a_dead_local_worker_process_is_a_runner_error(capsys):
+    # --scheduler processes: the pool breaks (BrokenProcessPool)
+    with pytest.raises(sweep.RunnerError, match="worker process of Dask's local scheduler "
+                                                r"\(dask processes, 1 workers\) died"):
+        sweep.run("add", "e5m2", "sweep_kernels:dies_on_chunks", chunk_size=4096,
+                  scheduler="processes", workers=1)
+    status = main(["sweep", "add", "--fmt", "e5m2", "--against", "sweep_kernels:dies_on_chunks",
+                   "--scheduler", "processes", "--workers", "1"])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "" and err.count("\n") == 1 and "BrokenProcessPool" in err
+
+
+def test_the_candidates_own_error_on_a_worker_is_a_candidate_error(cluster, capsys):
+    with pytest.raises(sweep.CandidateError, match="ZeroDivisionError: planted on a chunk"):
+        sweep.run("add", "e5m2", "sweep_kernels:raises_on_chunks",
+                  scheduler=cluster.scheduler_address)
+
+
 def test_cli_sweep_and_diff_on_the_cluster(tmp_path, cluster, capsys):
     status = main(["sweep", "add", "--fmt", "e5m2", "--against", "sweep_kernels:e5m2_add",
                    "--scheduler", cluster.scheduler_address, "--json"])

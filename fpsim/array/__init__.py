@@ -21,7 +21,10 @@ Memory: inputs are processed in chunks of ``chunk_size`` elements (default
 most ~40 arrays of 8 bytes per element, i.e. ~20 MiB per chunk by default),
 beyond the output (and the optional per-element flags).  An operand that
 broadcasts along an axis (other than a single value) is first expanded to the
-result's shape.
+result's shape.  A call whose operands or result would be larger than this
+machine's memory (a broadcast view of 2**40 elements costs nothing to pass)
+is refused from the shapes alone, before any work, with a MemoryError that
+names the shape (``fpsim.array.engine.check_size``).
 
 Threads: the conversions and :func:`add`, :func:`sub`, :func:`mul`,
 :func:`div`, :func:`fma`, :func:`sqrt` take ``workers=``, the number of

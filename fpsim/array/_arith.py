@@ -60,6 +60,7 @@ from .engine import (
     as_array,
     check_codes,
     check_flag,
+    check_size,
     code_dtype,
     codes_of,
     raw_codes,
@@ -111,6 +112,8 @@ class _Operands:
             shapes = ", ".join(str(a.shape) for a in arrays)
             raise ValueError(f"{op}() operands could not be broadcast together: shapes "
                              f"{shapes}") from None
+        # refused from the shape, before any work (a broadcast view costs nothing)
+        check_size(op, shape, code_dtype(given).itemsize, "the operands, broadcast,")
         self.fmt: Format = given
         self.shape: tuple[int, ...] = shape
         self.size = int(np.prod(shape, dtype=np.int64))
@@ -1015,8 +1018,10 @@ def sqrt(x: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
 
 
 # The shared paragraph on operands and settings goes before each example.
+# (Under ``python -OO`` there are no docstrings to edit.)
 for _f in (add, sub, mul, div, fma, sqrt):
-    _f.__doc__ = _f.__doc__.replace("\n\n    >>>", "\n" + _SETTINGS_DOC + "\n    >>>", 1)
+    if _f.__doc__ is not None:
+        _f.__doc__ = _f.__doc__.replace("\n\n    >>>", "\n" + _SETTINGS_DOC + "\n    >>>", 1)
 
 
 # -- comparisons -----------------------------------------------------------------------------

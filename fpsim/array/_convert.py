@@ -33,6 +33,7 @@ from .engine import (
     DEFAULT_CHUNK,
     VALUE_DTYPE_NAMES,
     as_array,
+    check_size,
     code_dtype,
     codes_of,
     raw_codes,
@@ -78,6 +79,7 @@ def decode(codes: Any, fmt: Format | str) -> np.ndarray:
     a = as_array(codes)
     if a.dtype.kind not in "iu":
         raise TypeError(f"decode() takes integer codes, got dtype {a.dtype}")
+    check_size("decode", a.shape, 8)  # float64 values, before reading any code
     dt = value_dtype(fmt)
     if dt is not None:
         # numpy's and ml_dtypes' casts to float64 are exact, NaN signs kept
@@ -160,6 +162,7 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     source = _source_format(a, src)
     if source.width > 64 or source.precision > 53:
         raise ValueError(f"source format {source.name} is wider than the array engine reads")
+    check_size("encode", a.shape, code_dtype(fmt).itemsize)  # before any work
     flat = a.reshape(-1)
     bits = stochastic_bits(key, random_bits, rng, ctx, a.shape)
     convert_chunk = _chunk_converter(fmt, source, key, flat.size, bits is not None)

@@ -105,17 +105,40 @@ def _pack_fp4(a: np.ndarray) -> np.ndarray:
     return (codes[..., 0::2] & 0xF) | (codes[..., 1::2] << 4)
 
 
+# The layouts read: strided as it is, the others made dense (to_dense()).
+# Nested tensors (torch.jagged, or strided with is_nested) are refused: their
+# components differ in shape, so no one array holds them.
+TORCH_LAYOUTS = ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+                 "sparse_bsc", "_mkldnn")
+
+
+def _no_values(where: str = "") -> TypeError:
+    return TypeError(f"{where}a tensor on the meta device has no values: accepted tensors on a "
+                     "device with data (cpu, cuda, ...)")
+
+
 def from_torch(t: Any) -> np.ndarray:
-    """A torch tensor's values as a numpy array: any device (copied to the
-    host), strides kept, autograd and lazy negation/conjugation resolved,
-    sparse layouts made dense."""
+    """A torch tensor's values as a numpy array: any device but ``meta``
+    (copied to the host), strides kept, autograd and lazy
+    negation/conjugation resolved, sparse layouts made dense (the layouts of
+    :data:`TORCH_LAYOUTS`; nested tensors are refused)."""
     torch = sys.modules["torch"]
+    layout = str(t.layout).removeprefix("torch.")
+    nested = bool(getattr(t, "is_nested", False))
+    if nested or layout not in TORCH_LAYOUTS:
+        what = (f"torch nested tensors (layout torch.{layout}) are not accepted: their "
+                "components differ in shape, so no one array holds them" if nested else
+                f"torch.{layout} tensors are not accepted")
+        hint = "; pass t.to_padded_tensor(value), or each of t.unbind()" if nested else ""
+        raise TypeError(f"{what}; accepted layouts: "
+                        + ", ".join(f"torch.{k}" for k in TORCH_LAYOUTS)
+                        + f" (all but strided made dense){hint}")
     name = str(t.dtype).removeprefix("torch.")
     if name not in TORCH_DTYPES:
         raise TypeError(f"torch.{name} tensors are not accepted: accepted dtypes are "
                         + ", ".join(f"torch.{k}" for k in TORCH_DTYPES))
     if t.device.type == "meta":
-        raise TypeError("a tensor on the meta device has no values: pass a tensor with data")
+        raise _no_values()
     t = t.detach()
     if t.layout != torch.strided:
         t = t.to_dense()
@@ -176,6 +199,9 @@ def to_framework(a: np.ndarray, like: Any, framework: str) -> Any:
 
 def _to_torch(a: np.ndarray, like: Any) -> Any:
     torch = sys.modules["torch"]
+    if like.device.type == "meta":  # a result there would hold no values
+        raise _no_values("like(): the target tensor is on the meta device, where no result "
+                         "would hold values; ")
     name = a.dtype.name
     target = [k for k, v in TORCH_DTYPES.items() if v[0] == name]
     if not target:

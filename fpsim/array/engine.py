@@ -10,8 +10,13 @@ modules:
   :func:`code_dtype` / :func:`value_dtype` / :func:`format_of_dtype` /
   :data:`VALUE_DTYPE_NAMES` (formats and numpy dtypes), :func:`check_flag`
   (True/False parameters), :func:`check_codes`
-  (ValueError naming the first code that is not one of the format's) and
-  :func:`raw_codes` (an array's codes, checked or not);
+  (ValueError naming the first code that is not one of the format's),
+  :func:`raw_codes` (an array's codes, checked or not) and
+  :func:`check_size` (a MemoryError, from the shape alone and before any
+  work, where an array of that shape could not be held in this machine's
+  memory: every entry point calls it on its operands or its result's shape,
+  so that a broadcast view of 2**40 elements is refused at once instead of
+  walked);
 * the loop: :func:`run_chunks` runs ``compute(start, stop)`` over chunks
   (:data:`DEFAULT_CHUNK` elements; on threads, :data:`THREADED_CHUNK`),
   fills the output, and ORs the flags into the context only once every
@@ -25,6 +30,9 @@ modules:
 from __future__ import annotations
 
 import builtins
+import functools
+import math
+import os
 import sys
 from typing import Any
 
@@ -127,8 +135,9 @@ def as_array(x: Any) -> np.ndarray:
 def as_numpy(x: Any) -> np.ndarray:
     """``x`` as the numpy array every fpsim function reads it as.
 
-    PyTorch tensors on any device (copied to the host; strides kept,
-    ``requires_grad`` ignored, sparse layouts made dense), JAX arrays and
+    PyTorch tensors on any device but ``meta`` (copied to the host; strides
+    kept, ``requires_grad`` ignored, sparse layouts made dense; nested
+    tensors refused, naming the layouts read), JAX arrays and
     CuPy arrays become numpy arrays of the same values, their dtypes read as
     ml_dtypes' (``torch.bfloat16`` as ``bfloat16``, ``torch.float8_e4m3fn``
     as ``float8_e4m3fn``, ...).  ``torch.float4_e2m1fn_x2`` holds two E2M1
@@ -157,6 +166,9 @@ def like(result: Any, other: Any, *, fmt: Format | str | None = None,
     values ``torch.float4_e2m1fn_x2`` packed two a byte along the last
     axis, flags ``uint8``).  Where ``other`` is no framework's array,
     ``result`` comes back as numpy.
+
+    A target on the meta device, which holds no values, is a
+    :class:`TypeError`, as a meta input is.
 
     ``fmt=`` first reads integer codes (:func:`fpsim.array.encode`'s
     results, say) as that format's values; ``codes=True`` gives the
@@ -190,6 +202,60 @@ def like(result: Any, other: Any, *, fmt: Format | str | None = None,
         a = a.view(f"u{a.dtype.itemsize}")
     framework = _frameworks.framework_of(other)
     return a if framework is None else _frameworks.to_framework(a, other, framework)
+
+
+@functools.cache
+def physical_memory() -> int:
+    """This machine's memory in bytes (its physical pages; where the system
+    does not say, 2**40: a terabyte)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:  # Windows
+        import ctypes
+
+        class _Status(ctypes.Structure):
+            _fields_ = [("length", ctypes.c_ulong), ("load", ctypes.c_ulong),
+                        ("total", ctypes.c_ulonglong), ("rest", ctypes.c_ulonglong * 6)]
+
+        status = _Status()
+        status.length = ctypes.sizeof(_Status)
+        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore[attr-defined]
+            return int(status.total)
+    except (AttributeError, ImportError, OSError):
+        pass
+    return 1 << 40
+
+
+def check_size(op: str, shape: tuple[int, ...], itemsize: int, what: str = "the result"
+               ) -> None:
+    """Refuse, from ``shape`` alone, an array of ``itemsize``-byte elements
+    larger than this machine's memory, before any work: a broadcast view
+    (``np.broadcast_to(x, (2**40,))``) or operands that broadcast into a
+    huge result cost nothing to pass, and walking them would run for hours
+    before the output's allocation fails.  A :class:`MemoryError`, as
+    numpy's own refusal to allocate is, naming the shape and the sizes.
+
+    >>> check_size("add", (2**30, 2**30), 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    MemoryError: add(): the result would hold 1,152,921,504,606,846,976 elements ...
+    >>> check_size("add", (1000, 1000), 2)
+    """
+    elements = math.prod(shape)
+    need = elements * max(int(itemsize), 1)
+    memory = physical_memory()
+    if need > memory:
+        raise MemoryError(f"{op}(): {what} would hold {elements:,} elements (shape "
+                          f"{tuple(shape)}) of {max(int(itemsize), 1)} bytes, {_bytes(need)}, "
+                          f"more than this machine's memory ({_bytes(memory)})")
+
+
+def _bytes(n: int) -> str:
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n:,} bytes"
 
 
 def check_codes(a: np.ndarray, fmt: Format, label: str | None = None) -> None:

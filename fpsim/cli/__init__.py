@@ -24,8 +24,9 @@ before a mismatch was found; ``ver`` likewise for a device's TestFloat lines.
 Bad input exits with status 2 and one line on stderr; never a traceback.
 So does user code that fails (a ``--against`` module or callable raising
 anything, ``SystemExit`` included, when imported or called): only Ctrl-C
-(KeyboardInterrupt) interrupts.  A closed stdout is bad input; a closed
-stderr drops the messages; text a stream's encoding cannot hold degrades
+(KeyboardInterrupt) interrupts.  A closed stdout is bad input (but for
+``ver``, whose status is the verdict: a note on stderr); a closed stderr
+drops the messages; text a stream's encoding cannot hold degrades
 to ASCII (``×`` as ``x``).  The commands are the modules :mod:`fpsim.cli.explain`, ``formats``,
 ``diff``, ``ref``, ``vectors``, ``sweep``, ``gen``, ``ver`` and ``probe``; :mod:`fpsim.cli._common`
 states what each provides.
@@ -125,9 +126,10 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UsageError(f"missing command; accepted: {', '.join(_NAMES)} "
                              "(e.g. 'python -m fpsim explain 1e-5 --fmt fp16'; "
                              "'python -m fpsim --help' lists them)")
-        if sys.stdout is None:  # '>&-': every command's output would be lost
-            raise UsageError(STDOUT_CLOSED)
-        return COMMANDS[_NAMES.index(args.command)].run(args)
+        command = COMMANDS[_NAMES.index(args.command)]
+        if sys.stdout is None and not getattr(command, "VERDICT_WITHOUT_STDOUT", False):
+            raise UsageError(STDOUT_CLOSED)  # '>&-': the command's output would be lost
+        return command.run(args)
     except (UsageError, ValueError, TypeError, OverflowError) as exc:
         return _fail(str(exc))
     except BrokenPipeError:

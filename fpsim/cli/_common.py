@@ -5,7 +5,10 @@ Every command is a module of this package with a stated contract:
 * ``SUMMARY`` — one line for the top-level ``--help``;
 * ``add(sub)`` — registers its sub-parser (made by :class:`Parser`) on the
   ``add_subparsers()`` object ``sub``;
-* ``run(args) -> int`` — does the work and returns the exit status.
+* ``run(args) -> int`` — does the work and returns the exit status;
+* ``VERDICT_WITHOUT_STDOUT`` (optional, True) — it runs with stdout closed,
+  which every other command refuses: its exit status is a verdict that
+  stands without the report (``ver``), and a note on stderr says so.
 
 A command reports bad input by raising :class:`UsageError`, ``ValueError``,
 ``TypeError`` or ``OSError`` with a one-line message that names the problem
@@ -15,7 +18,8 @@ and what is accepted; :func:`fpsim.cli.main` prints it as ``fpsim: error:
 
 The standard streams: a command writes its output through :func:`emit` (or
 :func:`write_out`) and its messages through :func:`to_stderr`.  A closed
-stdout (``>&-``) is refused (:data:`STDOUT_CLOSED`), a closed stderr drops
+stdout (``>&-``) is refused (:data:`STDOUT_CLOSED`; a command with
+``VERDICT_WITHOUT_STDOUT`` runs and gives its verdict), a closed stderr drops
 the messages (never onto stdout), and :func:`ascii_streams` makes every
 character a stream's encoding cannot hold degrade to ASCII (``×`` as
 ``x``, ``±`` as ``+/-``; :data:`ASCII_ERRORS`) instead of failing.

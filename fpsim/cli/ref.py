@@ -7,6 +7,7 @@ import math
 import os
 from typing import Any
 
+from .. import _files
 from ._common import emit, lookup_format, packing_of, packing_options, plural, rounding_options
 
 SUMMARY = "write the golden output of a reference operator on tensor dumps ('ref list')"
@@ -16,7 +17,9 @@ def add(sub: Any) -> None:
     rf = sub.add_parser(
         "ref", help=SUMMARY,
         description="Compute OP on the input dumps with declared numerics and write the golden "
-                    "output (raw codes, or .npy when OUT ends in .npy). 'ref list' lists the "
+                    "output (raw codes, or .npy when OUT ends in .npy). OUT appears whole or "
+                    "not at all (written beside it, then renamed onto it); a directory, FIFO "
+                    "or device is refused, /dev/null discards. 'ref list' lists the "
                     "operators.")
     rf.add_argument("op", help="the operator (e.g. add, matmul, softmax; 'ref list' lists them)")
     rf.add_argument("paths", nargs="*", metavar="IN ... OUT",
@@ -55,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
                          f"{op.inputs} --shape")
     kw = _options(args, op)
     shapes = [_dumps.parse_shape(s) for s in args.shape] + [None] * op.inputs
+    # The output is checked before any work: a FIFO, a directory or a device
+    # is refused at once, never opened (a FIFO would wait for a reader).
+    _files.check_output(args.paths[-1], "output")
     inputs = args.paths[:-1]
     fmt = lookup_format(args.fmt)
     pack, layout = packing_of(args, None, fmt)

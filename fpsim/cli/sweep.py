@@ -1,8 +1,10 @@
 """``python -m fpsim sweep``: a kernel against the golden model on every input.
 
 Exit status: 0 when the whole space was swept and the candidate agrees, 1
-when a mismatch was found (complete or not), 2 on bad input (one line on
-stderr), 130 when interrupted (Ctrl-C) before any mismatch was found.  The
+when a mismatch was found (complete or not), 2 on bad input and when the
+sweep could not judge (a candidate that fails, a Dask worker or scheduler
+that dies: one line on stderr), 130 when interrupted (Ctrl-C) before any
+mismatch was found.  The
 report goes to stdout (``--json``: one JSON object); the progress bar goes
 to stderr, and only when stderr is a terminal.
 """
@@ -34,7 +36,8 @@ def add(sub: Any) -> None:
         description="Evaluate OP on every input tuple of a format (or a sample, or the tuples "
                     "holding given special values) with the candidate kernel and with the "
                     "golden model, and print the differential report. Exit status 0: the "
-                    "candidate agrees; 1: it does not; 2: bad input; 130: interrupted.")
+                    "candidate agrees; 1: it does not; 2: bad input, or the sweep could not "
+                    "finish (a failing candidate, a Dask worker that died); 130: interrupted.")
     sw.add_argument("op", help="add, sub, mul, div (all pairs), fma (all triples), sqrt")
     sw.add_argument("--fmt", "--format", dest="fmt", required=True,
                     help="the format (at most 32 bits)")
@@ -53,8 +56,9 @@ def add(sub: Any) -> None:
     sw.add_argument("--chunk-size", type=int, default=None,
                     help="tuples per chunk (default 1048576)")
     sw.add_argument("--progress-file", default=None, metavar="FILE",
-                    help="save progress there; resume from it if it exists (one sweep at a "
-                         "time per file)")
+                    help="save progress there; resume from it if it exists and was written "
+                         "by the same candidate, told by its code (one sweep at a time per "
+                         "file)")
     sw.add_argument("--chunk-timeout", type=seconds, default=None, metavar="SECONDS",
                     help="end the sweep (exit 2, naming the chunk and its operands) when the "
                          "candidate takes longer than this on one chunk (default: no limit)")

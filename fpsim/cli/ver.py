@@ -4,7 +4,9 @@ fpsim format (:mod:`fpsim.testfloat`; docs/verifying.rst).
 Reads a device's lines (a FILE or stdin), checks each result and its flags
 against the golden model.  Exit status 0: every line agrees; 1: some differ
 (the report says how many); 2: bad input (a malformed line, named by its
-number).
+number).  The status is the verdict even where the report cannot be shown:
+with stdout closed (``>&-``) the lines are checked all the same, and a note
+on stderr says how many differ.
 """
 
 from __future__ import annotations
@@ -16,9 +18,20 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from ._common import UsageError, emit, testfloat_context, testfloat_options
+from ._common import (
+    STDOUT_CLOSED,
+    UsageError,
+    emit,
+    plural,
+    testfloat_context,
+    testfloat_options,
+    to_stderr,
+)
 
 SUMMARY = "check a device's TestFloat lines against the golden model (exit 0 agree, 1 differ)"
+
+# Its exit status is a verdict: it runs with stdout closed (cli._common).
+VERDICT_WITHOUT_STDOUT = True
 
 _LONGEST_LINE = 4096
 
@@ -72,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
     if report.lines == 0:
         raise ValueError(f"no lines to check in {where} (blank lines and '#' comments "
                          "are skipped)")
-    emit(report.to_json() if args.json else report)
+    if sys.stdout is None:  # '>&-': the verdict is known, the report has nowhere to go
+        to_stderr(f"fpsim: note: {STDOUT_CLOSED.split(':')[0]}, so the report is not shown: "
+                  f"{plural(report.lines, 'line')} checked, {report.differ:,} differ")
+    else:
+        emit(report.to_json() if args.json else report)
     return 0 if report.ok else 1
 
 

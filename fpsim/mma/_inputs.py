@@ -27,6 +27,7 @@ def _accepted(fmt: Format) -> str:
 def _values(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
     """The exact float64 values of operand ``x`` of format ``fmt``."""
     a = _array.engine.as_array(x)
+    _array.engine.check_size("mma", a.shape, 8, label)  # as float64, before any work
     if codes:
         if a.dtype.kind not in "iu":
             raise TypeError(f"{label}: fmt= says integer codes of {fmt.name}, got dtype {a.dtype}")

@@ -58,7 +58,7 @@ import numpy as np
 from .. import array as _array
 from ..formats import E4M3, FP32, Format
 from ..formats import format as _lookup
-from . import _blocktile
+from . import _args, _blocktile
 from ._align import exponents as _exponents
 from ._blocktile import to_fp32
 from ._inputs import read_addend
@@ -219,6 +219,7 @@ class BlockScaledModel:
             raise ValueError(f"gemm() takes a (M, K) and b (K, N); got {A.shape} and {B.shape}")
         M, K = A.shape
         N = B.shape[1]
+        _array.engine.check_size("gemm", (M, N), 8, "the output")  # (and c, as float64)
         if K % p.block:
             raise ValueError(f"K={K} is not a multiple of the scale block ({p.block} elements "
                              f"per {p.scale} scale of {p.kind})")
@@ -340,6 +341,7 @@ class BlockScaledModel:
 def _elements(x: Any, fmt: Format, label: str) -> np.ndarray:
     """Exact float64 values of an operand given as codes or values."""
     a = _array.engine.as_array(x)
+    _array.engine.check_size("gemm", a.shape, 8, label)  # as float64, before any work
     if a.dtype.kind in "iu":
         _array.engine.check_codes(a, fmt, label)
         codes = a.astype(_array.code_dtype(fmt))
@@ -396,8 +398,14 @@ def block_scaled(gpu: str, recipe: str, *, a: Any = None, b: Any = None, scale: 
                          f"{', '.join(RECIPES)} or the kinds {', '.join(KINDS)}")
     row = KINDS[kind]
     fa, fb = (_element_name(x, d, kind) for x, d in ((a, da), (b, db)))
-    sname = dscale if scale is None else str(scale).lower()
-    sblock = block
+    # types checked, never coerced (fpsim/mma/_args.py): block=32.0 or True is refused
+    # here, not built into an instruction that fails at its first call
+    if scale is not None and not isinstance(scale, (str, Format)):
+        raise TypeError(f"block_scaled(): scale must be a scale format's name (e8m0, ue4m3) "
+                        f"or None, got {type(scale).__name__} {scale!r}")
+    sname = dscale if scale is None else (scale.name if isinstance(scale, Format)
+                                          else scale.lower())
+    sblock = _args.count("block_scaled()", "block", block, optional=True)
     if sblock is None:  # the kind's first block for that scale format
         sblock = next((bl for s, bl in row["scales"] if s == sname), dblock)
     if (sname, sblock) not in row["scales"]:

@@ -38,7 +38,7 @@ from .. import array as _array
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
-from . import _tile
+from . import _args, _tile
 from ._inputs import _values, codes_formats
 from .model import MMAModel
 from .schedule import Schedule
@@ -447,6 +447,7 @@ class LibraryGEMM:
         if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
             raise ValueError(f"A must be M×K and B K×N; got shapes {a.shape} and {b.shape}")
         m, n = a.shape[0], b.shape[1]
+        _array.engine.check_size("LibraryGEMM", (m, n), 8, "the output")  # its float64 sums
         c = None if C is None else _addend(C, self.out, (m, n), codes)
         alpha, beta = epilogue_numbers(alpha, beta, C is not None)
         sa, sb = _scales(scale_a, scale_b, m, n, fa, fb)
@@ -462,6 +463,7 @@ class LibraryGEMM:
 def _operand(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
     """Codes of ``fmt`` for an operand given as values or as codes."""
     a = _array.engine.as_array(x)
+    _array.engine.check_size("LibraryGEMM", a.shape, 8, label)  # as float64, before any work
     if codes:
         if a.dtype.kind not in "iu":
             raise TypeError(f"{label}: fmt= says integer codes of {fmt.name}, got dtype {a.dtype}")
@@ -492,26 +494,19 @@ def _addend(C: Any, out: Format, shape: tuple[int, int], codes: bool) -> np.ndar
     return c
 
 
-def epilogue_numbers(alpha: Any, beta: Any, has_c: bool) -> tuple[float, float]:
-    """``alpha`` and ``beta`` checked (finite real numbers; ``beta`` None
-    means 1 with C and 0 without; a nonzero ``beta`` needs C), as floats.
+def epilogue_numbers(alpha: Any, beta: Any, has_c: bool, owner: str = "LibraryGEMM"
+                     ) -> tuple[float, float]:
+    """``alpha`` and ``beta`` checked (finite real numbers, by the rule of
+    every number here, ``fpsim.mma._args.number``; ``beta`` None means 1
+    with C and 0 without; a nonzero ``beta`` needs C), as floats.
 
     >>> epilogue_numbers(2, None, True)
     (2.0, 1.0)
     """
-    out = []
-    for name, x in (("alpha", alpha), ("beta", (1.0 if has_c else 0.0) if beta is None else beta)):
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-        try:
-            finite = np.isfinite(float(x))
-        except OverflowError:  # an int beyond float64
-            finite = False
-        if not finite:
-            raise ValueError(f"{name}={x!r}; accepted: a finite number")
-        out.append(float(x))
+    out = [_args.number(owner, name, x) for name, x in (
+        ("alpha", alpha), ("beta", (1.0 if has_c else 0.0) if beta is None else beta))]
     if not has_c and out[1] != 0:
-        raise ValueError(f"beta={beta!r} without C; pass C (M×N) or drop beta")
+        raise ValueError(f"{owner}: beta={beta!r} without C; pass C (M×N) or drop beta")
     return out[0], out[1]
 
 
@@ -524,7 +519,8 @@ def _scales(scale_a: Any, scale_b: Any, m: int, n: int, fa: Format,
                          f"are {fa.name} and {fb.name}")
     out, kinds = [], []
     for x, label, rows in ((scale_a, "scale_a", m), (scale_b, "scale_b", n)):
-        v = np.asarray(1.0 if x is None else _array.engine.as_array(x), np.float64)
+        # (a string, a bool or a complex number is no scale: refused, not read as a number)
+        v = np.asarray(1.0) if x is None else _args.number_array("LibraryGEMM", label, x)
         kinds.append(v.ndim == 0)
         if v.ndim and v.reshape(-1).shape != (rows,):
             want = "(M, 1) or (M,)" if label == "scale_a" else "(1, N) or (N,)"

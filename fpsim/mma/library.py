@@ -21,10 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import format as _lookup
+from . import _args
 from .gemm import LibraryGEMM
 from .presets import GPUS, _gpu_name
 from .presets import preset as _preset
-from .schedule import Schedule
+from .schedule import EPILOGUE_ORDERS, Schedule
 
 __all__ = ["cublas", "cutlass", "triton", "LIBRARIES", "SOURCES"]
 
@@ -118,11 +119,14 @@ def cublas(gpu: str, fmt: Any, out: Any = "fp32", *, split_k: int = 1,
         raise ValueError(f"split_k={split_k!r}: cuBLAS's choice is private, so fpsim takes the "
                          "number: read numSplitsK= from CUBLASLT_LOG_LEVEL=2, or find it with "
                          "fpsim.mma.probe(..., shape='gemm')")
+    # every argument checked by one rule, never coerced (fpsim/mma/_args.py)
+    split_k = _args.count("cublas()", "split_k", split_k)
+    fast_accum = _args.flag("cublas()", "fast_accum", fast_accum)
+    promote_every = _args.count("cublas()", "promote_every", promote_every, optional=True)
+    block_k = _args.count("cublas()", "block_k", block_k, optional=True)
     fa, fb = _inputs(fmt)
     kind = _kind(fa, fb, "cuBLAS")
     fout = _out(out, _outs(kind, fa), f"cuBLAS {fa}")
-    if not isinstance(fast_accum, bool):
-        raise TypeError(f"fast_accum must be a bool, got {type(fast_accum).__name__}")
     if kind == "16bit":
         _refuse(fa, fast_accum=fast_accum, promote_every=promote_every, block_k=block_k)
         schedule = Schedule(split_k=split_k, split_grain=64,
@@ -144,9 +148,10 @@ def cublas(gpu: str, fmt: Any, out: Any = "fp32", *, split_k: int = 1,
 
 
 def _refuse(fmt: str, **given: Any) -> None:
-    """One-line errors for options that do not apply to ``fmt``."""
+    """One-line errors for options that do not apply to ``fmt`` (given as
+    anything but None or False: a 0 is given too)."""
     for key, value in given.items():
-        if value not in (None, False):
+        if value is not None and value is not False:
             raise ValueError(f"{key}={value!r} does not apply to {fmt} GEMMs in this library")
 
 
@@ -226,17 +231,19 @@ def cutlass(gpu: str, fmt: Any, out: Any = "fp32", *, fast_accum: bool = False,
     """
     name, arch = _gpu("cutlass", gpu)
     rules = CUTLASS[arch]
+    # every argument checked by one rule, never coerced (fpsim/mma/_args.py): a split_grain
+    # of 0 or False, or an epilogue_order of '', is refused, not taken for the default
+    fast_accum = _args.flag("cutlass()", "fast_accum", fast_accum)
+    promotion_interval = _args.count("cutlass()", "promotion_interval", promotion_interval)
+    split_k = _args.count("cutlass()", "split_k", split_k)
+    split_reduction = _args.choice("cutlass()", "split_reduction", split_reduction,
+                                   ("parallel", "serial"))
+    split_grain = _args.count("cutlass()", "split_grain", split_grain, optional=True)
+    epilogue_order = _args.choice("cutlass()", "epilogue_order", epilogue_order,
+                                  EPILOGUE_ORDERS, optional=True)
     fa, fb = _inputs(fmt)
     kind = _kind(fa, fb, "CUTLASS")
     fout = _out(out, _outs(kind, fa), f"CUTLASS {fa}")
-    if not isinstance(fast_accum, bool):
-        raise TypeError(f"fast_accum must be a bool, got {type(fast_accum).__name__}")
-    if (not isinstance(promotion_interval, int) or isinstance(promotion_interval, bool)
-            or promotion_interval < 1):
-        raise ValueError(f"promotion_interval={promotion_interval!r}; accepted: a positive int "
-                         "(WGMMA instructions per promotion)")
-    if split_reduction not in ("parallel", "serial"):
-        raise ValueError(f"split_reduction={split_reduction!r}; accepted: 'parallel', 'serial'")
     model = _preset(name, (fa, fb), "fp32")
     promote = None
     if kind == "fp8":
@@ -249,10 +256,10 @@ def cutlass(gpu: str, fmt: Any, out: Any = "fp32", *, fast_accum: bool = False,
         _refuse(fa, fast_accum=fast_accum, promotion_interval=promotion_interval)
     width = max(model.input_format.width, model.input_b_format.width)
     schedule = Schedule(
-        split_k=split_k, split_grain=split_grain or 128 // width,
+        split_k=split_k, split_grain=128 // width if split_grain is None else split_grain,
         split_merge="compute" if split_reduction == "parallel" else "inplace",
         merge_from_zero=split_reduction == "parallel", promote_every=promote,
-        epilogue_order=epilogue_order or rules["epilogue_order"])
+        epilogue_order=rules["epilogue_order"] if epilogue_order is None else epilogue_order)
     return LibraryGEMM(model, schedule, fout, name=_label("CUTLASS", name, fa, fb, fout))
 
 
@@ -302,25 +309,25 @@ def triton(gpu: str, fmt: Any, out: Any = "fp32", *, max_num_imprecise_acc: int 
     64
     """
     name, arch = _gpu("triton", gpu)
+    # every argument checked by one rule, never coerced (fpsim/mma/_args.py)
+    N = _args.count("triton()", "max_num_imprecise_acc", max_num_imprecise_acc, low=0,
+                    high=None, optional=True)
+    block_k = _args.count("triton()", "block_k", block_k, optional=True)
+    input_precision = _args.choice("triton()", "input_precision", input_precision,
+                                   ("tf32", "tf32x3", "ieee"))
     fa, fb = _inputs(fmt)
     kind = _kind(fa, fb, "Triton")
     fout = _out(out, _outs(kind, fa) + (("fp16", "bf16") if kind == "tf32" else ()),
                 f"Triton {fa}")
     if kind == "tf32" and input_precision != "tf32":
-        if input_precision in ("tf32x3", "ieee"):
-            raise ValueError(f"input_precision={input_precision!r} is not modelled; accepted: "
-                             "'tf32'")
-        raise ValueError(f"input_precision={input_precision!r}; accepted: 'tf32'")
+        raise ValueError(f"input_precision={input_precision!r} is not modelled; accepted: "
+                         "'tf32'")
     model = _preset(name, (fa, fb), "fp32")
     promote = None
-    if max_num_imprecise_acc is not None:
-        N = max_num_imprecise_acc
+    if N is not None:
         if kind != "fp8" or not TRITON[arch]["fp8"]:
             raise ValueError("max_num_imprecise_acc applies to FP8 dots on Hopper (sm_90) only")
-        if not isinstance(N, int) or isinstance(N, bool) or N < 0:
-            raise ValueError(f"max_num_imprecise_acc={N!r}; accepted: a non-negative int")
-        if (not isinstance(block_k, int) or isinstance(block_k, bool) or block_k < 1
-                or block_k % model.k):
+        if block_k is None or block_k % model.k:
             raise ValueError(f"max_num_imprecise_acc needs block_k= (the dot's BLOCK_K, a "
                              f"multiple of {model.k}); got {block_k!r}")
         if N <= block_k:

@@ -69,11 +69,12 @@ column scale ``scale_b[n]`` as two multiplications, column first:
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from ..formats import Format
 from ..formats import format as _lookup
+from . import _args
 
 __all__ = ["Schedule", "SPLIT_MERGES", "C_JOINS", "EPILOGUES", "EPILOGUE_ORDERS"]
 
@@ -86,13 +87,17 @@ EPILOGUES = ("compute", "output")
 #: Which product of the epilogue is rounded on its own.
 EPILOGUE_ORDERS = ("beta_c_first", "alpha_acc_first")
 _ROUNDINGS = ("rne", "rtz", "rup", "rdn")
-_MAX = 1 << 24  # a bound on counts of products: far above any GEMM fpsim can run
 
 
 @dataclass(frozen=True)
 class Schedule:
     """The schedule of a library GEMM (see the module's docstring for the
     steps, in order).
+
+    Every field is checked, never coerced: a count is an int (numpy's
+    too; not a bool, a float or a string), a choice one of the strings
+    listed (not ``''``), ``merge_from_zero`` True or False; anything else is
+    a ``TypeError`` (type) or ``ValueError`` (value) naming the field.
 
     Parameters
     ----------
@@ -154,28 +159,22 @@ class Schedule:
         def bad(msg: str) -> None:
             raise ValueError(f"Schedule: {msg}")
 
-        def count(name: str, value: Any, optional: bool = False) -> None:
-            if optional and value is None:
-                return
-            if (not isinstance(value, numbers.Integral) or isinstance(value, bool)
-                    or not 1 <= value <= _MAX):
-                more = " or None" if optional else ""
-                bad(f"{name} must be a positive int{more} (at most 2**24), got {value!r}")
-            object.__setattr__(self, name, int(value))
-
-        count("split_k", self.split_k)
-        count("split_grain", self.split_grain)
-        count("promote_every", self.promote_every, optional=True)
-        count("block_k", self.block_k, optional=True)
+        # Types checked, never coerced (fpsim/mma/_args.py): TypeError for a
+        # bool, float or string count, ValueError for one out of range.
+        for name, optional in (("split_k", False), ("split_grain", False),
+                               ("promote_every", True), ("block_k", True)):
+            object.__setattr__(self, name, _args.count("Schedule", name, getattr(self, name),
+                                                       optional=optional))
         for name, allowed in (("split_merge", SPLIT_MERGES), ("c_joins", C_JOINS),
                               ("epilogue", EPILOGUES), ("epilogue_order", EPILOGUE_ORDERS),
                               ("rounding", _ROUNDINGS), ("output_rounding", _ROUNDINGS)):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in allowed:
-                bad(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-        if not isinstance(self.merge_from_zero, bool):
-            bad(f"merge_from_zero must be a bool, got {self.merge_from_zero!r}")
+            _args.choice("Schedule", name, getattr(self, name), allowed)
+        object.__setattr__(self, "merge_from_zero",
+                           _args.flag("Schedule", "merge_from_zero", self.merge_from_zero))
         if self.compute is not None:
+            if not isinstance(self.compute, (str, Format)):
+                raise TypeError(f"Schedule: compute must be a format name (fp32, fp16, bf16) or "
+                                f"None, got {type(self.compute).__name__} {self.compute!r}")
             try:
                 fmt = _lookup(self.compute)
             except (ValueError, TypeError) as e:

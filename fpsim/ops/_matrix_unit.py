@@ -43,8 +43,8 @@ def schedule_of(op: str, schedule: Any, split_k: Any, promote_every: Any,
     try:
         return Schedule(split_k=1 if split_k is None else split_k, promote_every=promote_every,
                         compute=declared(op, "promote_to", promote_to).name)
-    except ValueError as e:
-        raise ValueError(f"{op}(): {str(e).removeprefix('Schedule: ')}") from None
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{op}(): {str(e).removeprefix('Schedule: ')}") from None
 
 
 def matrix_unit_gemm(op: str, model: MMAModel, a: Operand, b: Operand, a2: np.ndarray,
@@ -76,8 +76,8 @@ def matrix_unit_gemm(op: str, model: MMAModel, a: Operand, b: Operand, a2: np.nd
         if cop.codes.shape != (m, n):
             raise ValueError(f"{op}(): c must have shape {(m, n)} (M×N); got {cop.codes.shape}")
         c_codes = cop.codes
+    alpha_v, beta_v = epilogue_numbers(alpha, beta, c is not None, f"{op}()")
     try:
-        alpha_v, beta_v = epilogue_numbers(alpha, beta, c is not None)
         d = run(model, schedule, a2, b2, out_fmt, c=c_codes, alpha=alpha_v, beta=beta_v,
                 convert=steps.convert, workers=workers)
     except ValueError as e:

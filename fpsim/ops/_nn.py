@@ -298,6 +298,8 @@ def _check_eps(op: str, eps: Any) -> None:
         value = float(eps)
     except OverflowError:
         value = math.inf
+    except ValueError:  # Decimal('sNaN'): a NaN, refused below as every NaN is
+        value = math.nan
     if not 0 <= value < math.inf:
         raise ValueError(f"{op}(): eps={eps!r}; accepted a number >= 0, finite in float64")
 
@@ -569,4 +571,5 @@ def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: 
 
 
 for _op in (softmax, log_softmax, layer_norm, rms_norm):
-    _op.__doc__ = (_op.__doc__ or "").rstrip() + "\n" + _NUMERICS
+    if _op.__doc__ is not None:  # (none under python -OO)
+        _op.__doc__ = _op.__doc__.rstrip() + "\n" + _NUMERICS

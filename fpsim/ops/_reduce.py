@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _threads, array
 from .._errstate import quiet
+from ..array.engine import check_size
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..mma import MMAModel
@@ -590,8 +591,9 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
         given = [k for k, v in (("fmt", fmt), ("compute", compute), ("split_k", split_k),
                                 ("promote_every", promote_every), ("schedule", schedule),
                                 ("c", c), ("beta", beta)) if v is not None]
+        # (alpha=True is given too: a bool is no number, whatever it equals)
         given += ["order"] * (order != "sequential") + ["alpha"] * (not (
-            isinstance(alpha, (int, float)) and alpha == 1.0))
+            type(alpha) in (int, float) and alpha == 1.0))
         if given:
             raise ValueError(f"matmul(): accumulate= a block-scaled instruction takes none of "
                              f"{', '.join(given)}")
@@ -604,6 +606,7 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
         raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
                          f"{a.codes.shape} and {b.codes.shape}")
     shape = (a.codes.shape[0], b.codes.shape[1])
+    check_size("matmul", shape, 8, "the output")  # its float64 sums, before any work
     return _contract("matmul", a, b, a.codes, b.codes, shape, compute, accumulate, out, order,
                      promote_every, promote_to, workers, steps, split_k=split_k,
                      schedule=schedule, c=c, alpha=alpha, beta=beta)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import array
-from ..array.engine import VALUE_DTYPE_NAMES, as_array, raw_codes
+from ..array.engine import VALUE_DTYPE_NAMES, as_array, check_size, raw_codes
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
@@ -32,6 +32,10 @@ class Operand:
 
     def __init__(self, op: str, x: Any, fmt: Format | str | None, name: str = "x") -> None:
         a = as_array(x)
+        # Every operator reads (or writes) as many codes as its operand
+        # holds: refused from the shape, before any work (a broadcast view
+        # of 2**40 elements costs nothing to pass).
+        check_size(op, a.shape, a.dtype.itemsize, name)
         given = None if fmt is None else _lookup(fmt)
         if a.dtype.kind in "iu":
             if given is None:

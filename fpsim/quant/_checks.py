@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.engine import VALUE_DTYPE_NAMES, as_array, check_rng
+from ..array.engine import VALUE_DTYPE_NAMES, as_array, check_rng, check_size
 from ..context import Context
 from ..formats import FP32
 from ..value import Float
@@ -78,8 +78,11 @@ def float_values(op: str, name: str, x: Any) -> np.ndarray:
 def real_array(op: str, name: str, x: Any) -> np.ndarray:
     """``x`` as a numpy array of real numbers, checked as
     :func:`float_values` checks it, not converted: an integer, bool or
-    float dtype (np.longdouble too), or an object array of Python numbers."""
+    float dtype (np.longdouble too), or an object array of Python numbers.  Refused
+    from its shape, before any work, where its float64 values would not fit this
+    machine's memory (a broadcast view costs nothing to pass)."""
     a = as_array(x)
+    check_size(op.removesuffix("()"), a.shape, 8, name)
     kind = a.dtype.kind
     if kind == "O":
         loose = [v for v in a.flat if isinstance(v, (str, bytes)) or not isinstance(

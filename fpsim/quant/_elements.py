@@ -207,12 +207,18 @@ def _exact(x: Any) -> Fraction | float | None:
         x = x.item()
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, Fraction, Decimal)):
         raise TypeError(f"IntFormat.round(): x must be a real number, got {type(x).__name__}")
-    if isinstance(x, (float, Decimal)):
+    if isinstance(x, float):
         if x != x:
             return None
         if x in (math.inf, -math.inf):
-            return float(x)
+            return x
     if isinstance(x, Decimal):
+        # Asked, not compared: a signaling NaN's comparison raises decimal's
+        # InvalidOperation.  sNaN and NaN alike are NaN, as a float NaN is.
+        if x.is_nan():
+            return None
+        if x.is_infinite():
+            return -math.inf if x.is_signed() else math.inf
         # its exponent may be huge (1e999999999): read as fpsim.parse reads it,
         # at a cost bounded whatever the magnitude
         return _parse.fraction(_parse.exact(x))

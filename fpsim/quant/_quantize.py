@@ -343,6 +343,8 @@ def check_eps(eps: Any) -> None:
         value = float(eps)
     except OverflowError:
         value = math.inf
+    except ValueError:  # Decimal('sNaN'): a NaN, refused below as every NaN is
+        value = math.nan
     if not (0 < value < math.inf):
         raise ValueError(f"quantize(): eps={eps!r}; accepted a positive number, finite and "
                          "nonzero in float64 (the floor of the scale or of amax)")

@@ -37,6 +37,7 @@ The command line: ``python -m fpsim sweep add --fmt fp16 --against
 mykernels:fp16_add [--scheduler local|ADDRESS] [--sample F] [--json]``.
 """
 
+from .._schedulers import RunnerError
 from ._candidate import CandidateError
 from ._candidate import load as load_candidate
 from ._result import SweepReport
@@ -45,4 +46,4 @@ from ._space import Space
 from ._task import DEFAULT_CHUNK, OPS, Spec
 
 __all__ = ["run", "plan", "SweepReport", "Progress", "Space", "Spec", "OPS", "DEFAULT_CHUNK",
-           "load_candidate", "CandidateError"]
+           "load_candidate", "CandidateError", "RunnerError"]

@@ -4,8 +4,9 @@ tally, so that an interrupted sweep resumes without redoing them.
 JSON, written atomically (a fresh temporary file renamed over the old one),
 so an interruption at any moment leaves the previous or the new state::
 
-    {"fpsim_sweep_progress": 2,
-     "spec": {...everything that decides the report...},
+    {"fpsim_sweep_progress": 3,
+     "spec": {...everything that decides the report...,
+              "candidate_code": "sha256:..."},  # what the candidate computes
      "chunks": 4096,
      "done": [[0, 1200], [1204, 1210]],      # half-open ranges of chunk numbers
      "partial": {...counts, histogram, largest distance, first offenders...},
@@ -16,9 +17,13 @@ hostile: it must be a regular file of a sane size, every field must have
 its type and range, the counts must add up (to each other and to the
 tuples in the chunks done), and the digest must match the content, so that
 a file edited by hand (counts set to zero, chunks added) is refused rather
-than turned into a false "agrees".  One sweep at a time may use a file: a
-lock (``FILE.lock``, held with ``flock`` while the sweep runs) refuses a
-second one.
+than turned into a false "agrees".  The candidate is told apart by its code
+and the values it holds (:func:`fpsim.sweep._candidate.identity`), not by
+its name: a file is resumed only by a candidate of the same identity, and
+never by one that has none (nor is a file of version 2, which recorded the
+name alone, ever resumed).  One sweep at a time may use a file: a lock
+(``FILE.lock``, held with ``flock`` while the sweep runs) refuses a second
+one.
 """
 
 from __future__ import annotations
@@ -26,15 +31,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._files import open_regular
+from .._files import open_regular, write_atomic
 from ..testing.tally import BINS, COUNTS, Partial
 
-VERSION = 2
+VERSION = 3
 MAX_BYTES = 1 << 28  # far above any real file: its size is that of the offenders and ranges
 _KINDS = ("nan", "inf", "signed_zero", "ulp")
 
@@ -60,33 +64,28 @@ def save(path: str, spec: dict[str, Any], chunks: int, done: set[int], partial: 
     data: dict[str, Any] = {"fpsim_sweep_progress": VERSION, "spec": spec, "chunks": chunks,
                             "done": ranges(done), "partial": partial.to_dict()}
     data["digest"] = _digest(data)
-    # A fresh file beside the target (never a fixed name, which could be a
-    # FIFO or another sweep's), then renamed over it.
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # Whole or not at all: a fresh file beside the target, renamed over it.
+    write_atomic(path, json.dumps(data), "progress file")
 
 
 def load(path: str, spec: dict[str, Any], chunks: int,
-         tuples_in: Callable[[set[int]], int]) -> tuple[set[int], Partial] | None:
+         tuples_in: Callable[[set[int]], int],
+         unidentified: str = "") -> tuple[set[int], Partial] | None:
     """The done chunks and their tally from ``path``; None if there is no
-    such file.  ``tuples_in(done)`` counts the tuples of chunks ``done``.
-    A file of another sweep (any difference in what decides the report), or
-    one that does not add up, is an error naming the file, never silently
+    such file.  ``spec`` holds ``candidate_code``, the candidate's identity
+    (None where it has none, ``unidentified`` then saying why);
+    ``tuples_in(done)`` counts the tuples of chunks ``done``.  A file of
+    another sweep (any difference in what decides the report, the
+    candidate's code included), a file when the candidate has no identity,
+    or one that does not add up, is an error naming the file, never silently
     restarted, mixed or believed."""
     if not os.path.exists(path):  # (a dangling symlink too: save() replaces it)
         return None
+    if spec.get("candidate_code") is None:
+        raise ValueError(f"progress file {path}: the candidate {spec.get('candidate')!r} "
+                         f"cannot be identified by its code ({unidentified or 'unknown'}), so "
+                         "fpsim cannot tell whether the chunks this file holds were done by "
+                         "it; delete the file, or pass another progress file, to sweep afresh")
     fd, info = open_regular(path, "progress file")  # never waits on a FIFO
     try:
         with os.fdopen(fd, "rb") as f:
@@ -109,6 +108,10 @@ def _read(data: Any, spec: dict[str, Any], chunks: int,
     if not isinstance(data, dict) or "fpsim_sweep_progress" not in data:
         raise ValueError(f"not an fpsim sweep progress file (version {VERSION})")
     version = data["fpsim_sweep_progress"]
+    if version == 2:
+        raise ValueError("written by an earlier fpsim (version 2), which recorded the candidate "
+                         "by its name alone, so it cannot tell which code did its chunks; "
+                         "delete it to start the sweep over")
     if version != VERSION:
         raise ValueError(f"written as version {version!r}, this fpsim reads version {VERSION}; "
                          "delete it to start the sweep over")
@@ -121,15 +124,27 @@ def _read(data: Any, spec: dict[str, Any], chunks: int,
     theirs = data["spec"]
     if not isinstance(theirs, dict):
         raise ValueError("its spec is not an object")
-    if theirs != spec:
-        keys = sorted(k for k in set(theirs) | set(spec) if theirs.get(k) != spec.get(k))
+    keys = sorted(k for k in set(theirs) | set(spec)
+                  if theirs.get(k) != spec.get(k) and k != "candidate_code")
+    if keys:
         raise ValueError(f"it belongs to another sweep (differs in: {', '.join(keys)}); "
                          "use another file, or delete it to start over")
+    if theirs.get("candidate_code") != spec["candidate_code"]:
+        raise ValueError(f"it was written by another candidate: {spec['candidate']!r} then had "
+                         "other code, or held other values (its identity "
+                         f"{_short(theirs.get('candidate_code'))}, now "
+                         f"{_short(spec['candidate_code'])}); use another file, or delete it "
+                         "to start over")
     if data["chunks"] != chunks or type(data["chunks"]) is not int:
         raise ValueError(f"it counts {data['chunks']!r} chunks, this sweep {chunks}")
     done = _done(data["done"], chunks)
     partial = _partial(data["partial"], spec, tuples_in(done))
     return done, partial
+
+
+def _short(code: Any) -> str:
+    """An identity in a message: its first digits."""
+    return f"{code[:19]}..." if isinstance(code, str) else "none"
 
 
 def _done(given: Any, chunks: int) -> set[int]:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .._schedulers import check_seconds, runner
+from .._schedulers import RunnerError, check_seconds, runner
 from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
@@ -164,6 +164,10 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
 
     Ctrl-C (KeyboardInterrupt) stops the sweep: the report then covers the
     chunks done, with ``interrupted`` set, and the progress file is saved.
+    A scheduler that cannot finish the chunks (a Dask worker that dies, a
+    cluster that goes away) ends the sweep with ``fpsim.sweep.RunnerError``
+    (a RuntimeError), never with a report: the chunks done stay in the
+    progress file.
 
     Parameters
     ----------
@@ -202,6 +206,10 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     progress_file:
         Save progress there (every ``save_every`` seconds, and when the
         sweep ends or is interrupted); if the file exists, resume from it.
+        It records the candidate by its code and the values it holds, not
+        by its name: a file of another candidate is refused, and so is any
+        file when the candidate cannot be identified (it holds an object
+        whose state cannot be read), which then sweeps only afresh.
     save_every:
         Seconds between two saves of the progress file.
     max_ulp:
@@ -257,13 +265,16 @@ def _run(spec: Spec, progress_file: str | None, scheduler: Any, workers: int | N
     chunks = spec.chunks
     done: set[int] = set()
     partial = Partial()
+    stored = described  # what the progress file records: the candidate's identity too
     if progress_file is not None:
-        state = _progress.load(progress_file, described, chunks,
-                               functools.partial(_count, spec))
+        code, unidentified = _candidate.identity(spec.candidate)
+        stored = dict(described, candidate_code=code)
+        state = _progress.load(progress_file, stored, chunks, functools.partial(_count, spec),
+                               unidentified)
         if state is not None:
             done, partial = state
         # Written before any work: an unwritable path fails now, not at the end.
-        _progress.save(progress_file, described, chunks, done, partial)
+        _progress.save(progress_file, stored, chunks, done, partial)
     resumed = _count(spec, done)
     done_tuples = resumed
     work = runner(scheduler, workers, timeout)
@@ -280,7 +291,7 @@ def _run(spec: Spec, progress_file: str | None, scheduler: Any, workers: int | N
                 done_tuples += p.counts["total"]
             now = time.monotonic()
             if progress_file is not None and now - last_save >= save_every:
-                _save(progress_file, described, chunks, done, partial)
+                _save(progress_file, stored, chunks, done, partial)
                 last_save = now
             if on_progress is not None:
                 elapsed = now - start
@@ -289,10 +300,17 @@ def _run(spec: Spec, progress_file: str | None, scheduler: Any, workers: int | N
                                      elapsed, rate))
     except KeyboardInterrupt:
         interrupted = True
+    except RunnerError as exc:
+        # The chunks could not all run (a worker died, the cluster went
+        # away): no verdict, whatever the chunks done found.  Those are saved.
+        kept = (f", saved in the progress file {progress_file}, from which the same sweep "
+                "resumes" if progress_file is not None else "")
+        raise RunnerError(f"the sweep could not finish ({len(done):,} of {chunks:,} chunks "
+                          f"done{kept}): {exc}") from exc
     finally:
         work.close()
         if progress_file is not None:
-            _save(progress_file, described, chunks, done, partial)
+            _save(progress_file, stored, chunks, done, partial)
     return SweepReport(described, partial.report(spec.fmt, spec.space.shape, spec.tol),
                        spec.space.size, done_tuples, chunks, len(done), interrupted, work.name,
                        time.monotonic() - start, resumed)

@@ -406,7 +406,8 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
     where there is one, else of codes) or a raw dump in ``byteorder``.
     ``pack`` writes the codes of a 4- or 6-bit format packed in that order,
     ``layout="blocked"`` a matrix of 8-bit codes in the blocked layout
-    (:mod:`fpsim.testing.packing`): raw bytes, or a ``.npy`` file of uint8."""
+    (:mod:`fpsim.testing.packing`): raw bytes, or a ``.npy`` file of uint8.
+    The file appears whole or not at all (:func:`_save`)."""
     path = os.fspath(path)
     codes = np.ascontiguousarray(np.asarray(codes).astype(_array.code_dtype(fmt), copy=False))
     if pack is not None or layout != "row-major":
@@ -423,23 +424,30 @@ def write(path: str | os.PathLike[str], codes: np.ndarray, fmt: Format,
                 data = data.reshape(codes.shape[:-1] + (codes.shape[-1] * w // 8,))
         else:
             data = packing.to_blocked(codes)
-        if path.endswith(".npy"):
-            np.save(path, data, allow_pickle=False)
-        else:
-            with open(path, "wb") as out:
-                out.write(memoryview(data.reshape(-1)).cast("B"))
+        _save(path, data, path.endswith(".npy"))
         return
     if path.endswith(".npy"):
         # numpy's own float types as values; ml_dtypes types would be saved
         # as anonymous bytes ('|V1'), so those formats are saved as codes.
         vd = _array.value_dtype(fmt)
         native = vd is not None and vd.kind == "f" and vd.type.__module__ == "numpy"
-        np.save(path, codes.view(vd) if native else codes, allow_pickle=False)
+        _save(path, codes.view(vd) if native else codes, True)
         return
-    data = codes.astype(_dtype(fmt, byteorder), copy=False)
-    with open(path, "wb") as out:  # a failed write (a full disk) raises OSError
-        # flat: a byte view of an empty array of several dimensions (0×0) is refused
-        out.write(memoryview(data.reshape(-1)).cast("B"))
+    _save(path, codes.astype(_dtype(fmt, byteorder), copy=False), False)
+
+
+def _save(path: str, data: np.ndarray, npy: bool) -> None:
+    """``data`` as the whole of ``path``, a ``.npy`` file or raw bytes,
+    written beside it and renamed onto it (:func:`fpsim._files.atomic_output`):
+    a failed write (a full disk) is an ``OSError`` and leaves any previous
+    file as it was; a directory, FIFO or device at ``path`` is a
+    :class:`DumpError`."""
+    with _files.atomic_output(path, "output", DumpError) as out:
+        if npy:
+            np.save(out, data, allow_pickle=False)
+        else:
+            # flat: a byte view of an empty array of several dimensions (0×0) is refused
+            out.write(memoryview(data.reshape(-1)).cast("B"))
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
