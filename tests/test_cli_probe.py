@@ -28,7 +28,9 @@ def test_probe_prints_the_table_and_the_matching_gpus(capsys):
             and len(line.split()) > 1}
     assert rows["k"] == "16" and rows["extra_bits"] == "2" and rows["rounding"] == "rtz"
     assert rows["c_joins"] == "first" and rows["sticky_bit"] == "False"
-    assert "model: k=16 aligned extra_bits=2 rounding=rtz: reproduces every output" in out
+    assert rows["nan"] == "all_ones"      # inf x 0 gives 0x7fffffff, PTX's canonical NaN
+    assert ("model: k=16 aligned extra_bits=2 nan=all_ones rounding=rtz: reproduces every "
+            "output") in out
     assert lines[-1] == "matches: h100, h200, b200, rtx-pro-6000"
 
 

@@ -155,6 +155,24 @@ def test_the_size_check_reads_the_shape_against_the_machine_memory(monkeypatch):
     assert (array.encode(small, "e4m3") == 0x3C).all()    # 1.5 in E4M3: exponent 7, mantissa 4
 
 
+def test_compare_refuses_a_giant_view_but_streams_a_mapped_dump(monkeypatch, tmp_path):
+    # compare() streams its inputs in chunks, so a dump larger than memory
+    # is compared through its memory map; an array that is no file and
+    # larger than memory can only be a broadcast view: refused at once.
+    # (Memory patched to 1 MiB; the dump and the view are 2 MiB.)
+    from fpsim import testing
+
+    monkeypatch.setattr(engine, "physical_memory", lambda: 1 << 20)
+    big = np.broadcast_to(F16(1.5), (1 << 20,))
+    for call in (lambda: testing.compare(big, big), lambda: testing.kappa(big, big),
+                 lambda: testing.assert_ulp_close(big, big, max_ulp=1)):
+        refused(MemoryError, call, "compare(): actual would hold 1,048,576 elements")
+    path = tmp_path / "dump.bin"
+    np.full(1 << 20, 1.5, F16).tofile(path)
+    dump = np.memmap(path, F16, "r")
+    assert testing.compare(dump, np.memmap(path, F16, "r")[::1]).exact == 1 << 20
+
+
 def test_broadcast_views_of_ordinary_size_still_compute():
     # exp(1.5) = 4.4816890703...: FP16's neighbours are 4.48046875 (0x447B)
     # and 4.484375 (0x447C); the nearest is 0x447B.

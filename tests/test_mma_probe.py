@@ -21,9 +21,10 @@ ranges, not by the probe's own ``observable``:
   a pairwise unit (whose products are rounded to the output first, which
   overflows the same way).
 * ``c_joins`` is compared for ``aligned`` only (fixed for the others, and an
-  exact sum does not care); ``late_extra_bits`` and ``align_rounding`` only
-  where c joins late; ``extra_bits``, ``sticky_bit``, ``normalize_products``
-  only for aligning units.
+  exact sum does not care); ``late_extra_bits``, ``align_rounding``,
+  ``c_dropped_below`` and ``normalized_bits`` only where c joins late;
+  ``extra_bits``, ``sticky_bit``, ``normalize_products`` only for aligning
+  units.
 * ``result_bits=None`` and ``result_bits`` equal to the output's fraction
   bits are the same thing.
 """
@@ -61,7 +62,8 @@ def expected(p: MMAParams) -> dict:
     if p.accumulation == "aligned":
         out["c_joins"] = p.c_joins
     if late:
-        out.update(late_extra_bits=p.late_extra_bits, align_rounding=p.align_rounding)
+        out.update(late_extra_bits=p.late_extra_bits, align_rounding=p.align_rounding,
+                   c_dropped_below=p.c_dropped_below, normalized_bits=p.normalized_bits)
         if p.input in _WIDE_RANGE:
             out["zero_c_at_emin"] = p.zero_c_at_emin
     if p.accumulation != "pairwise":

@@ -114,3 +114,19 @@ def add_two(e1: np.ndarray, x1: np.ndarray, e2: np.ndarray, x2: np.ndarray, frac
     if np.shape(frac) != big.shape:
         frac = np.broadcast_to(frac, big.shape)
     return big, np.ldexp(total, grid), frac
+
+
+def cut_normalized(value: np.ndarray, bits: int, mode: str, emin: int) -> np.ndarray:
+    """Exact float64 ``value`` cut to ``bits`` fraction bits below its own
+    leading bit (its exponent ``max(floor(log2|x|), emin)``), by ``mode``
+    (``rtz``, ``rdn``, ``rup``, ``rne``): a normalized register of that
+    width (MMA-Sim's ``F2``).
+
+    Exact: ``|x| × 2**(bits - e)`` is below ``2**(bits + 1) <= 2**53``, and
+    the scalings are by powers of two inside float64's normal range.
+
+    >>> cut_normalized(np.array([1 + 2.0**-40, -(1 + 2.0**-40)]), 31, "rdn", -126).tolist()
+    [1.0, -1.0000000004656613]
+    """
+    grid = exponents(value, emin, emin) - np.int32(bits)
+    return np.ldexp(_ROUND[mode](np.ldexp(value, -grid)), grid)

@@ -13,6 +13,10 @@ What the unit adds to the kernel's IEEE rules, and why it is done here:
 * with ``output_subnormals=False`` a rounded result below the smallest
   normal becomes +0 (the published models' flush, after rounding);
 * an exact zero is +0.
+
+And the unit's NaN (:attr:`fpsim.mma.MMAParams.nan`, one code per format):
+:func:`special_codes` writes it for the rows decided by specials, and
+:func:`unit_nans` gives it to every NaN of an array of codes.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from ..array import _native
 from ..context import Context
 from ..formats import BF16, FP16, FP32, Format
 from ..modes import Rounding
-from ..rounding import OVERFLOW, nan_code
+from ..rounding import OVERFLOW
 
-__all__ = ["round_to_output", "narrow_format"]
+__all__ = ["round_to_output", "narrow_format", "special_codes", "unit_nans"]
 
 
 @functools.cache
@@ -104,8 +108,30 @@ def _round_kernel(value: np.ndarray, out: Format, mode: str, result_bits: int | 
     return codes
 
 
-def special_codes(out: Format, nan: np.ndarray, negative: np.ndarray) -> np.ndarray:
-    """Codes of ``out`` for special results: its default NaN where ``nan``,
-    else the infinity of the sign."""
+def special_codes(out: Format, nan: np.ndarray, negative: np.ndarray,
+                  nan_code: int) -> np.ndarray:
+    """Codes of ``out`` for special results: the unit's NaN ``nan_code``
+    where ``nan``, else the infinity of the sign."""
     inf = np.where(negative, out.sign_bit | out.inf_code, out.inf_code).astype(np.uint64)
-    return np.where(nan, np.uint64(nan_code(out, False)), inf)
+    return np.where(nan, np.uint64(nan_code), inf)
+
+
+def unit_nans(codes: np.ndarray, fmt: Format, nan_code: int) -> np.ndarray:
+    """``codes`` of ``fmt`` with every NaN made ``nan_code`` (the unit's
+    NaN in ``fmt``): the array itself where it holds no NaN, else a copy of
+    its dtype.
+
+    >>> import numpy as np
+    >>> from fpsim.formats import FP16
+    >>> unit_nans(np.uint16([0x7E00, 0xFE01, 0x7C00, 0x3C00]), FP16, 0x7FFF).tolist()
+    [32767, 32767, 31744, 15360]
+    """
+    codes = np.asarray(codes)
+    if fmt.specials == "ieee":
+        dt = codes.dtype.type
+        nan = (codes & dt(fmt.magnitude_mask)) > dt(fmt.inf_code)
+    else:
+        nan = np.isnan(_array.decode(codes, fmt))
+    if not nan.any():
+        return codes
+    return np.where(nan, codes.dtype.type(nan_code), codes)

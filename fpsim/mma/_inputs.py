@@ -51,7 +51,8 @@ def _values(x: Any, fmt: Format, label: str, codes: bool) -> np.ndarray:
     if np.any(finite & ((bits & np.uint32((1 << drop) - 1)) != 0)):
         raise ValueError(f"{label}: float32 values that are not exact in {fmt.name} (the low "
                          f"{drop} fraction bits must be zero)")
-    return a.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # (a signaling NaN widens quietly, as above)
+        return a.astype(np.float64)
 
 
 def codes_formats(codes_fmt: Any, fa: Format, fb: Format) -> tuple[Format, Format] | None:

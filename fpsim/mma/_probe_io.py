@@ -214,6 +214,20 @@ class Caller:
 
     def call_arrays(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, what: str,
                     rows: Sequence[Row] | None = None) -> np.ndarray:
+        """The callable's results for float64 ``a``, ``b``, ``c`` (values of
+        the formats, infinities and NaNs included), as float64 values."""
+        out = self.outputs(a, b, c, what, rows)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return out.astype(np.float64)
+
+    def call_codes(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, what: str) -> np.ndarray:
+        """The same call, its results as codes of the output format (the
+        bits a NaN came back with)."""
+        return self.outputs(a, b, c, what).view(_array.code_dtype(self.fout))
+
+    def outputs(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, what: str,
+                rows: Sequence[Row] | None = None) -> np.ndarray:
+        """The callable's results in the output format's dtype."""
         A, B, C = to_dtype(a, self.fin), to_dtype(b, self.fin), to_dtype(c, self.fout)
         if self.shape == "rows":
             out = self._call(A, B, C, what, rows, (len(c),))
@@ -234,8 +248,7 @@ class Caller:
                 D = self._call(Am, Bm, Cm, what, rows[s:e] if rows is not None else None, (p, p))
                 out[s:e] = D[np.arange(n), np.arange(n)]
         self.rows += len(c)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return out.astype(np.float64)
+        return out
 
     def _call(self, A: np.ndarray, B: np.ndarray, C: np.ndarray, what: str,
               rows: Sequence[Row] | None, shape: tuple[int, ...]) -> np.ndarray:

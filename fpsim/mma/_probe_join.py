@@ -22,10 +22,16 @@ class WhereCJoins:
     def join_probe(self, base: MMAParams, F: int, r_bits: int | None) -> MMAParams | None:
         """Where c joins, how late alignment rounds, and odd/even groups:
         rows where ``c`` is larger than the products' sum, and smaller, with
-        bits at every depth below the alignment grid, and rows with small
+        bits at every depth below the alignment grid, rows where ``c`` is
+        the larger and the sum leaves its binade (a carry, a cancellation)
+        with a bit at every depth below ``c``'s grid, and rows with small
         terms at odd positions beside a large one at position 0; every
         candidate architecture is run on them and those that give every
-        output are kept."""
+        output are kept.  A late candidate comes with and without the drop
+        of a ``c`` more than ``F + 1`` binades below the sum
+        (``c_dropped_below``) and with and without a normalized register one
+        bit narrower than the late alignment's (``normalized_bits``: MMA-Sim's
+        CDNA3 ``F2``)."""
         fout = self.fout
         r = fout.mantissa_bits if r_bits is None else r_bits
         eb = self._scale()
@@ -51,6 +57,16 @@ class WhereCJoins:
                         rows.append(Row.of({0: s, 1: odd * U * s, 2: U / 2 * s},
                                            sc * m * math.ldexp(1.0, -F - delta) * s,
                                            "products larger"))
+        for delta in range(0, 11):
+            tiny = math.ldexp(1.0, -F - delta) * s
+            for sc in (1, -1):
+                for st in (1, -1):
+                    # (2 - U) + 2U: a carry to the tie 2 + U; 1 - 3U/4: a cancellation
+                    # below c's binade to 1 - 3U/4, a tie of the binade below
+                    rows.append(Row.of({0: sc * 2 * U * s, 1: st * tiny},
+                                       sc * (2 - U) * s, "c larger, a carry"))
+                    rows.append(Row.of({0: -sc * 0.75 * U * s, 1: st * tiny},
+                                       sc * s, "c larger, a cancellation"))
         odds = [p for p in range(1, k, 2)]
         evens = [p for p in range(2, k, 2)]
         for delta in range(-1, 4):
@@ -67,11 +83,17 @@ class WhereCJoins:
         for acc in ("aligned", "odd_even"):
             for late in range(0, 9):
                 for ar in ROUNDINGS:
-                    cands.append({"accumulation": acc, "c_joins": "last",
-                                  "late_extra_bits": late, "align_rounding": ar})
+                    for drop in (None, F + 1):
+                        for norm in (None, F + late - 1):
+                            if norm is not None and norm < fout.mantissa_bits:
+                                continue
+                            cands.append({"accumulation": acc, "c_joins": "last",
+                                          "late_extra_bits": late, "align_rounding": ar,
+                                          "c_dropped_below": drop, "normalized_bits": norm})
         keep, rows, d = self.eliminate(base, cands, rows, "where c joins")
         how = ("rows with c larger and smaller than the products' sum, bits below the grid "
-               "and ties; small terms at odd or even positions beside a large one; "
+               "and ties; c larger with a carry or a cancellation to a tie; small terms at "
+               "odd or even positions beside a large one; "
                f"{len(cands)} candidate architectures run on them")
         if not keep:
             self.f["c_joins"] = Finding(None, how + ": none reproduces the outputs",
@@ -84,7 +106,8 @@ class WhereCJoins:
         self.f["accumulation"] = Finding(best["accumulation"], how + note)
         self.f["c_joins"] = Finding(best["c_joins"], "from the same rows")
         if best["c_joins"] == "last" or best["accumulation"] == "odd_even":
-            self.f["late_extra_bits"] = Finding(best["late_extra_bits"], "from the same rows")
-            self.f["align_rounding"] = Finding(best["align_rounding"], "from the same rows")
+            for name in ("late_extra_bits", "align_rounding", "c_dropped_below",
+                         "normalized_bits"):
+                self.f[name] = Finding(best[name], "from the same rows")
         return base.replace(**best)
 

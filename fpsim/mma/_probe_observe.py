@@ -43,8 +43,9 @@ def observable(params: MMAParams) -> dict[str, Any]:
       ``min_align_exponent``: only for ``aligned`` and ``odd_even``.
     * ``c_joins``: not for ``exact`` (the sum is exact either way); fixed for
       ``odd_even`` and ``pairwise``.
-    * ``late_extra_bits``, ``align_rounding``: only when ``c`` joins late
-      (``c_joins="last"`` with ``aligned``, or ``odd_even``).
+    * ``late_extra_bits``, ``align_rounding``, ``c_dropped_below``,
+      ``normalized_bits``: only when ``c`` joins late (``c_joins="last"``
+      with ``aligned``, or ``odd_even``).
     * ``min_align_exponent``: ``None`` when no row can have all its terms
       below it with a visible effect: all terms below it, one with a bit
       below the grid it sets, and bits that reach the output (the rule is
@@ -59,6 +60,8 @@ def observable(params: MMAParams) -> dict[str, Any]:
       way).
     * ``result_bits``: ``None`` when it is the output's own width.
 
+    ``nan`` is always observable (``inf × 0``, or a NaN operand, gives it).
+
     >>> import fpsim.mma as mma
     >>> o = observable(mma.preset("h100", "fp16").params)
     >>> o["min_align_exponent"], o["extra_bits"]
@@ -72,7 +75,7 @@ def observable(params: MMAParams) -> dict[str, Any]:
         "input": p.input, "input_b": p.input_b, "output": p.output, "k": p.k,
         "issue_k": p.issue_k, "accumulation": p.accumulation,
         "rounding": p.rounding, "input_subnormals": p.input_subnormals,
-        "output_subnormals": p.output_subnormals,
+        "output_subnormals": p.output_subnormals, "nan": p.nan,
     }
     aligns = p.accumulation in ("aligned", "odd_even")
     late = (p.accumulation == "aligned" and p.c_joins == "last") or p.accumulation == "odd_even"
@@ -87,6 +90,8 @@ def observable(params: MMAParams) -> dict[str, Any]:
     if late:
         out["late_extra_bits"] = p.late_extra_bits
         out["align_rounding"] = p.align_rounding
+        out["c_dropped_below"] = p.c_dropped_below
+        out["normalized_bits"] = p.normalized_bits
         if 2 * fin.emin < -126:
             out["zero_c_at_emin"] = p.zero_c_at_emin
     if p.accumulation != "pairwise" and 2 * fin.emax + 2 > fout.emax + 1:

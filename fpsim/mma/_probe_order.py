@@ -1,24 +1,28 @@
 """The probes of a call's width and summation order: how many products the
-callable takes, whether it keeps subnormals, and the tree in which it adds
-the products and ``c`` (FPRev), classified as one block, a chain of blocks,
-a pairwise tree or an exact sum.  A mixin of the probing session
-(:mod:`fpsim.mma.probe`)."""
+callable takes, whether it keeps subnormals, which NaN it writes, and the
+tree in which it adds the products and ``c`` (FPRev), classified as one
+block, a chain of blocks, a pairwise tree or an exact sum.  A mixin of the
+probing session (:mod:`fpsim.mma.probe`)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+import numpy as np
+
+from .. import array as _array
 from . import _order
 from ._probe_findings import Finding
 from ._probe_io import ProbeError, Row, show
+from .params import NAN_RULES, nan_code
 
 __all__ = ["WidthAndOrder"]
 
 
 class WidthAndOrder:
     """Stages: :meth:`find_width`, :meth:`sanity`, :meth:`subnormals`,
-    :meth:`order_probe`."""
+    :meth:`nan_probe`, :meth:`order_probe`."""
 
     def find_width(self, k: int | None, max_k: int) -> None:
         from .._usercode import failure
@@ -110,6 +114,40 @@ class WidthAndOrder:
         else:
             value, how = None, "a subnormal c with zero products gave another value"
         self.f["output_subnormals"] = Finding(value, how, self.evidence(rows, d))
+
+    def nan_probe(self) -> None:
+        """The code of the NaN the callable writes (``MMAParams.nan``): one
+        row with ``inf × 0`` (a NaN operand where the input format has no
+        infinity), whose bits name the rule of :data:`NAN_RULES` that gives
+        them, or none."""
+        fin, fout = self.fin, self.fout
+        a, b, c = np.zeros((1, self.width)), np.zeros((1, self.width)), np.zeros(1)
+        if fin.has_inf:
+            a[0, 0], row = math.inf, "p0=inf*0, c=0"
+        else:
+            a[0, 0], b[0, 0], row = math.nan, 1.0, "a0=NaN, b0=1, c=0"
+        try:
+            code = int(self.caller.call_codes(a, b, c, "NaN code")[0])
+        except ProbeError as exc:  # (math.fsum refuses infinities of both signs, ...)
+            self.f["nan"] = Finding(None, f"the callable raised on {row}: "
+                                    f"{str(exc.__cause__ or exc).splitlines()[0][:160]}")
+            return
+        digits = (fout.width + 3) // 4
+        seen = [{"input": row, "output": f"0x{code:0{digits}x}"}]
+        rules = [r for r in NAN_RULES if nan_code(r, fout) == code]
+        if rules:
+            self.f["nan"] = Finding(rules[0], f"{row} gives 0x{code:0{digits}x}", seen)
+        elif fout.is_nan_code(code):
+            self.f["nan"] = Finding(None, f"{row} gives the NaN 0x{code:0{digits}x}, which no "
+                                    f"rule gives ({', '.join(NAN_RULES)})", seen)
+        else:
+            value = float(_array.decode(np.array([code], np.uint64), fout)[0])
+            self.f["nan"] = Finding(None, f"{row} gives {show(value)}, not a NaN", seen)
+
+    def nan_rule(self) -> dict[str, str]:
+        """``{"nan": rule}`` where :meth:`nan_probe` found one, else ``{}``."""
+        found = self.f.get("nan")
+        return {"nan": found.value} if found is not None and found.value else {}
 
     def subnormal_flags(self) -> dict[str, bool]:
         return {"input_subnormals": self.f["input_subnormals"].value is not False,

@@ -211,7 +211,7 @@ class _Block:
         rows = pos | neg
         if not rows.any():
             return None
-        return rows, special_codes(self.out, pos & neg, neg & ~pos)
+        return rows, special_codes(self.out, pos & neg, neg & ~pos, self.p.nan_code())
 
 
 def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,

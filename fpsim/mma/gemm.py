@@ -13,6 +13,14 @@ epilogue) is one operation of :mod:`fpsim.array` rounded by the schedule's
 flags that a caller sees; only the final conversion may (through
 ``convert``, see :func:`run`).
 
+A NaN the GEMM writes is the unit's (``model.params.nan``, in the output
+format): the schedule's steps and its conversion run on the same GPU as the
+instruction, and NVIDIA's FP32 arithmetic and conversions write PTX's
+canonical NaN whatever NaN came in (``0x7FFFFFFF``; ``0x7FFF`` in FP16 and
+BF16, measured on an H100: ``docs/stacks.rst``).  Each step keeps a NaN a
+NaN, so the code is given once, to the accumulator that leaves the
+schedule and to the output (:func:`run`).
+
 >>> import numpy as np, fpsim.mma as mma
 >>> from fpsim.mma import Schedule
 >>> x = np.full((1, 256), 1.0, np.float16)
@@ -39,6 +47,7 @@ from ..context import Context
 from ..formats import Format
 from ..formats import format as _lookup
 from . import _args, _tile
+from ._finish import unit_nans
 from ._inputs import _values, codes_formats
 from .model import MMAModel
 from .schedule import Schedule
@@ -101,7 +110,9 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     ``scale_b``: float64 arrays broadcastable to (M, 1) and (1, N), or None;
     ``convert(codes, src, dst)`` does the conversion into ``out`` (default:
     :func:`fpsim.array.convert` rounded by the schedule's
-    ``output_rounding``); ``workers``: threads for the tiles, as
+    ``output_rounding``, its NaNs the unit's; a caller's ``convert``, as
+    :func:`fpsim.ops.matmul`'s ``out=``, receives the unit's NaN and writes
+    its own); ``workers``: threads for the tiles, as
     :func:`fpsim.ops.matmul` takes them (the bits never depend on it).
     ``scheduler``: where blocks of outputs run instead (:func:`run_blocks`;
     ``workers`` is then the number of local Dask workers, ``timeout`` how
@@ -127,9 +138,12 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
     ufmt = model.output_format
     cfmt = ufmt if schedule.compute is None else _lookup(schedule.compute)
     step = Context(rounding=schedule.rounding)
+    nans = functools.partial(_unit_nans, model.params)
     if convert is None:
         final = Context(rounding=schedule.output_rounding)
-        convert = lambda x, s, d: x if s == d else _array.convert(x, s, d, final)  # noqa: E731
+
+        def convert(x: np.ndarray, s: Format, d: Format) -> np.ndarray:
+            return nans(x if s == d else _array.convert(x, s, d, final), d)
     start_c = c if c is not None and schedule.c_joins == "accumulator" else None
     acc = np.zeros((m, n), _array.code_dtype(cfmt))
     if m * n:
@@ -147,7 +161,12 @@ def run(model: MMAModel, schedule: Schedule, a: np.ndarray, b: np.ndarray, out: 
             acc[m0:m1, n0:n1] = d.reshape(m1 - m0, n1 - n0)
     acc = _scale(acc, cfmt, scale_a, scale_b, step)
     return _epilogue(acc, cfmt, out, schedule, c if schedule.c_joins == "epilogue" else None,
-                     alpha, beta, step, convert)
+                     alpha, beta, step, convert, nans)
+
+
+def _unit_nans(params: Any, codes: np.ndarray, fmt: Format) -> np.ndarray:
+    """``codes`` of ``fmt`` with every NaN the unit's (``params.nan``)."""
+    return unit_nans(codes, fmt, params.nan_code(fmt))
 
 
 # Multiply-adds of one block of outputs that run_blocks hands to a scheduler:
@@ -347,10 +366,12 @@ def _scale(acc: np.ndarray, cfmt: Format, scale_a: np.ndarray | None,
 
 
 def _epilogue(acc: np.ndarray, cfmt: Format, out: Format, s: Schedule, c: np.ndarray | None,
-              alpha: float, beta: float, step: Context, convert: Convert) -> np.ndarray:
-    """Step 7: ``alpha·acc + beta·C`` and the conversion into ``out``."""
+              alpha: float, beta: float, step: Context, convert: Convert,
+              nans: Convert) -> np.ndarray:
+    """Step 7: ``alpha·acc + beta·C`` and the conversion into ``out``;
+    ``nans(codes, fmt)`` gives the unit's NaN to what each conversion takes."""
     if s.epilogue == "output":
-        acc, work = convert(acc, cfmt, out), out
+        acc, work = convert(nans(acc, cfmt), cfmt, out), out
     else:
         work = cfmt
     enc = lambda v: _array.encode(np.asarray(v, np.float64), work, step)  # noqa: E731
@@ -373,7 +394,7 @@ def _epilogue(acc: np.ndarray, cfmt: Format, out: Format, s: Schedule, c: np.nda
         else:
             acc = (_array.add(c, z, step, fmt=work) if beta == 1
                    else _array.fma(enc(beta), c, z, step, fmt=work))
-    return convert(acc, work, out)
+    return convert(nans(acc, work), work, out)
 
 
 # -- the callable ----------------------------------------------------------------------

@@ -27,8 +27,8 @@ from ..context import Context
 from ..formats import FP32, Format
 from ..modes import Rounding
 from ..rounding import OVERFLOW, round_exact
-from ._align import ABSENT, add_two, align_terms, exponents
-from ._finish import narrow_format, round_to_output, special_codes
+from ._align import ABSENT, add_two, align_terms, cut_normalized, exponents
+from ._finish import narrow_format, round_to_output, special_codes, unit_nans
 from ._inputs import read_addend, read_inputs
 from .params import ALIGN_FRACTION_BITS, MMAParams
 
@@ -58,9 +58,10 @@ class MMAModel:
 
     Specials are decided over the whole row first, as the published models
     do: a NaN operand or product (``inf × 0``), or infinities of both signs
-    among the products and ``c``, give the output format's default NaN;
-    otherwise an infinite product or ``c`` gives that infinity.  In a chain,
-    a block that overflows passes its infinity on.
+    among the products and ``c``, give the unit's NaN (``params.nan``:
+    ``0x7FFFFFFF`` in FP32 and ``0x7FFF`` in FP16 on NVIDIA, whatever NaN
+    came in); otherwise an infinite product or ``c`` gives that infinity.
+    In a chain, a block that overflows passes its infinity on.
 
     >>> import fpsim.mma as mma, numpy as np
     >>> h100 = mma.preset("h100", "fp16")
@@ -69,6 +70,9 @@ class MMAModel:
     >>> a = np.full((3, 16), 0.1, np.float16)
     >>> h100(a, a, np.float32([0, 1, -1])).tolist()
     [0.15992188453674316, 1.159921646118164, -0.8400783538818359]
+    >>> a[0, 0] = np.inf; a[1, 0] = np.nan
+    >>> [hex(x) for x in h100(a, a, np.float32([0, 1, np.inf])).view(np.uint32)]
+    ['0x7f800000', '0x7fffffff', '0x7f800000']
     """
 
     def __init__(self, params: MMAParams, name: str | None = None) -> None:
@@ -143,7 +147,7 @@ class MMAModel:
             A = np.concatenate([A, np.zeros((A.shape[0], pad))], axis=1)
             B = np.concatenate([B, np.zeros((B.shape[0], pad))], axis=1)
 
-        special, spec_codes = _row_specials(A, B, C, out)
+        special, spec_codes = _row_specials(A, B, C, out, p.nan_code())
         A = np.where(special[:, None], 0.0, A)
         B = np.where(special[:, None], 0.0, B)
         C = np.where(special, 0.0, C)
@@ -182,7 +186,7 @@ class MMAModel:
                 pos = (over & (prod > 0)).any(axis=1)
                 neg = (over & (prod < 0)).any(axis=1)
                 over_rows = pos | neg
-                over_codes = special_codes(out, pos & neg, neg & ~pos)
+                over_codes = special_codes(out, pos & neg, neg & ~pos, p.nan_code())
                 A = np.where(over_rows[:, None], 0.0, A)
                 B = np.where(over_rows[:, None], 0.0, B)
         if p.accumulation == "pairwise":
@@ -285,9 +289,17 @@ def join_late(p: MMAParams, big: np.ndarray, x: np.ndarray, frac: Any,
     (``c_joins="last"``, ``"odd_even"``): the sum ``x`` (exact float64 on
     the grid ``2**(big - frac)``; ``big`` int64, ABSENT where the sum has no
     products) and ``c`` (finite float64) aligned to the larger exponent by
-    :func:`~fpsim.mma._align.add_two`; exact float64."""
+    :func:`~fpsim.mma._align.add_two`; exact float64.  A ``c`` more than
+    ``c_dropped_below`` binades below the sum adds nothing; with
+    ``normalized_bits`` the sum is then cut to that many bits below its
+    leading bit (:func:`~fpsim.mma._align.cut_normalized`)."""
     e2 = exponents(C, _C_EMIN, _C_EMIN if p.zero_c_at_emin else ABSENT)
-    return add_two(big, x, e2, C, frac, p.align_rounding, p.late_extra_bits, 0)[1]
+    if p.c_dropped_below is not None:
+        C = np.where(e2 < np.maximum(big, e2) - p.c_dropped_below, 0.0, C)
+    value = add_two(big, x, e2, C, frac, p.align_rounding, p.late_extra_bits, 0)[1]
+    if p.normalized_bits is not None:
+        value = cut_normalized(value, p.normalized_bits, p.align_rounding, _C_EMIN)
+    return value
 
 
 def unrounded(big: np.ndarray, total: np.ndarray, frac: Any) -> np.ndarray:
@@ -305,7 +317,8 @@ def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray,
     of additions ``(p0+p1)+(p2+p3)`` each rounded by ``rounding``, then
     ``c + sum``; with ``output_subnormals=False`` every subnormal product,
     partial sum and result is flushed to zero.  Codes of the output format,
-    shape ``(rows,)``.
+    shape ``(rows,)``; a NaN (partial sums overflowing with both signs) is
+    the unit's (``p.nan``).
 
     The additions are :func:`fpsim.array.add`; into FP32 with nearest even,
     on a machine whose float32 addition is IEEE's
@@ -330,23 +343,18 @@ def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray,
     if out == FP32 and p.rounding == "rne" and PAIRWISE_NATIVE and _native.usable(
             (Rounding.RNE,)) and _native.float32_adds_are_ieee():
         return _pairwise_float32(products, C, p.output_subnormals,
-                                 _exact_in_fp32(p.input_format, p.input_b_format), normal_sums)
+                                 _exact_in_fp32(p.input_format, p.input_b_format), normal_sums,
+                                 p.nan_code())
     x = flush(_array.encode(products, out, Context()).astype(U64), signed=False)
     c_codes = _array.encode(C, out, Context()).astype(U64)
     while x.shape[0] > 1:
         x = flush(_array.add(x[0::2], x[1::2], ctx, fmt=out).astype(U64), True)
-    return flush(_array.add(c_codes, x[0], ctx, fmt=out).astype(U64), True)
+    d = flush(_array.add(c_codes, x[0], ctx, fmt=out).astype(U64), True)
+    return unit_nans(d, out, p.nan_code())
 
 
 #: Set False to add the pairwise tree by fpsim.array.add alone (the tests compare).
 PAIRWISE_NATIVE = True
-
-
-@functools.cache
-def _fp32_default_nan() -> int:
-    """The code :func:`fpsim.array.add` gives ``inf + -inf`` in FP32."""
-    inf = np.array([FP32.inf_code], np.uint32)
-    return int(_array.add(inf, inf | np.uint32(FP32.sign_bit), Context(), fmt=FP32)[0])
 
 
 @functools.cache
@@ -360,10 +368,10 @@ def _exact_in_fp32(fa: Format, fb: Format) -> bool:
 
 
 def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
-                      exact: bool, normal_sums: bool = False) -> np.ndarray:
+                      exact: bool, normal_sums: bool, nan_code: int) -> np.ndarray:
     """The tree of :func:`pairwise_tree` by the machine's IEEE float32
     addition (nearest even; overflow gives infinity, as in the kernel), NaNs
-    given the kernel's default code.  The products are cast where every one
+    given the unit's code ``nan_code``.  The products are cast where every one
     is ``exact`` in FP32 or the cast changed none, else rounded by the
     kernel's machine fast path
     (:func:`fpsim.array._native.round_fp32`) where they are normal and by
@@ -396,7 +404,7 @@ def _pairwise_float32(products: np.ndarray, C: np.ndarray, subnormals: bool,
     out = d.view(np.uint32).astype(U64)
     nan = np.isnan(d)
     if nan.any():
-        out[nan] = _fp32_default_nan()
+        out[nan] = nan_code
     return out
 
 
@@ -424,13 +432,14 @@ def _exact_sum(values: list[float]) -> tuple[int, int]:
     return sum(m << (e - low) for m, e in parts), low
 
 
-def _row_specials(A: np.ndarray, B: np.ndarray, C: np.ndarray,
-                  out: Format) -> tuple[np.ndarray, np.ndarray]:
-    """Rows whose result is decided by specials, and their codes."""
+def _row_specials(A: np.ndarray, B: np.ndarray, C: np.ndarray, out: Format,
+                  nan_code: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows whose result is decided by specials, and their codes (NaN:
+    ``nan_code``)."""
     with np.errstate(invalid="ignore", over="ignore"):
         prod = A * B
     nan = np.isnan(prod).any(axis=1) | np.isnan(C)
     pos = (prod == np.inf).any(axis=1) | (C == np.inf)
     neg = (prod == -np.inf).any(axis=1) | (C == -np.inf)
     special = nan | pos | neg
-    return special, special_codes(out, nan | (pos & neg), neg & ~pos)
+    return special, special_codes(out, nan | (pos & neg), neg & ~pos, nan_code)

@@ -11,18 +11,22 @@ input and output formats.  The arithmetic that reads it is written once, in
 (8, 'aligned', 'rtz', 'first')
 >>> p.replace(rounding="rne").rounding
 'rne'
+>>> hex(p.replace(nan="all_ones").nan_code())     # PTX's canonical NaN
+'0x7fffffff'
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..formats import Format
 from ..formats import format as _lookup
+from ..rounding import nan_code as _default_nan
 
-__all__ = ["MMAParams", "ACCUMULATIONS", "ALIGN_FRACTION_BITS"]
+__all__ = ["MMAParams", "ACCUMULATIONS", "ALIGN_FRACTION_BITS", "NAN_RULES", "nan_code"]
 
 #: The alignment grid's baseline: a significand is held with this many bits
 #: after the binary point of the largest exponent (FP32's 23), before
@@ -32,6 +36,10 @@ ALIGN_FRACTION_BITS = 23
 
 #: The accumulation architectures.
 ACCUMULATIONS = ("aligned", "odd_even", "pairwise", "exact")
+
+#: The NaN rules: which code every NaN a unit writes has, in any format
+#: (:func:`nan_code`).
+NAN_RULES = ("all_ones", "quiet")
 
 _FINAL_ROUNDINGS = ("rtz", "rne", "rup", "rdn")
 _ALIGN_ROUNDINGS = ("rtz", "rne", "rup", "rdn")
@@ -122,6 +130,23 @@ class MMAParams:
         ``"rtz"`` (truncate the magnitude), ``"rdn"`` (toward -inf), ``"rup"``
         (toward +inf) or ``"rne"``.  The multi-term alignment always
         truncates.
+    c_dropped_below:
+        In a late join (``c_joins="last"``, ``"odd_even"``): a ``c`` whose
+        exponent lies more than this many binades below the sum of
+        products' takes no part: it adds zero where ``align_rounding``
+        would have cut it (toward -inf, a negative ``c`` far below would
+        still take one unit of the grid off the sum).  25 in CDNA3 FP8
+        (MMA-Sim's ``gtr_fdpa``: ``e_c < e_max - F - 1`` with ``F = 24``;
+        the MATLAB-tensor-core model's ``exp_check``: ``max_exp_2 <
+        max_exp - 25``).  ``None``: ``c`` is always cut by
+        ``align_rounding``.
+    normalized_bits:
+        In a late join: the sum of ``c`` and the products, normalized (its
+        leading bit's exponent, at least FP32's -126), keeps this many
+        fraction bits, the rest cut by ``align_rounding``, before the final
+        ``rounding`` (MMA-Sim's CDNA3 models: ``F2 = 31``, toward -inf, the
+        late register then holding ``late_extra_bits=8``, 32 bits below
+        ``c``'s exponent).  ``None``: the exact sum is rounded.
     normalize_products:
         ``False`` (every published preset): a product of two significands in
         [1, 2) stays in [1, 4) with exponent ``ea + eb``, so the largest
@@ -158,6 +183,18 @@ class MMAParams:
         ``False`` flushes a subnormal ``c`` to zero before the sum and a
         subnormal result (and, in ``"pairwise"``, every subnormal product and
         partial sum) to zero after rounding.
+    nan:
+        The code of every NaN the unit writes (a NaN ``a``, ``b`` or ``c``,
+        ``inf × 0``, infinities of both signs, products limited with both
+        signs), as a rule that gives one code per format (``nan_code(fmt)``);
+        no NaN's sign or payload carries through.  ``"all_ones"``: positive,
+        every exponent and fraction bit set, FP32 ``0x7FFFFFFF``, FP16 and
+        BF16 ``0x7FFF`` (PTX's canonical NaN: every NVIDIA preset, and the
+        FP32 steps and conversions of their library schedules).
+        ``"quiet"``: positive, the quiet bit alone, FP32 ``0x7FC00000``,
+        FP16 ``0x7E00``, BF16 ``0x7FC0`` (IEEE 754's usual default NaN: the
+        AMD presets, not measured on an AMD GPU).  Formats with a single NaN
+        (E4M3 ``S.1111.111``, the FNUZ ``0x80``) have it under both rules.
     """
 
     input: str
@@ -171,6 +208,8 @@ class MMAParams:
     c_joins: str = "first"
     late_extra_bits: int = 0
     align_rounding: str = "rtz"
+    c_dropped_below: int | None = None
+    normalized_bits: int | None = None
     normalize_products: bool = False
     min_align_exponent: int | None = None
     zero_c_at_emin: bool = False
@@ -179,6 +218,7 @@ class MMAParams:
     result_bits: int | None = None
     input_subnormals: bool = True
     output_subnormals: bool = True
+    nan: str = "quiet"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -218,6 +258,17 @@ class MMAParams:
             raise ValueError(f"accumulation {self.accumulation!r} does not align")
         return ALIGN_FRACTION_BITS + self.extra_bits + int(self.sticky_bit)
 
+    def nan_code(self, fmt: Any = None) -> int:
+        """The code of the NaN the unit writes in ``fmt`` (a format or its
+        name; default the output format), by the rule ``nan``.
+
+        >>> MMAParams("fp16", "fp16", k=8, rounding="rne", nan="all_ones").nan_code()
+        32767
+        >>> hex(MMAParams("fp16", "fp32", k=4).nan_code("bf16"))
+        '0x7fc0'
+        """
+        return nan_code(self.nan, self.output_format if fmt is None else _lookup(fmt))
+
     def replace(self, **changes: Any) -> MMAParams:
         """A copy with some parameters changed (validated again).
 
@@ -233,6 +284,26 @@ class MMAParams:
         ['input', 'output', 'k', 'accumulation']
         """
         return dataclasses.asdict(self)
+
+
+def nan_code(rule: str, fmt: Format) -> int:
+    """The NaN code of ``fmt`` under the NaN rule ``rule`` (one of
+    :data:`NAN_RULES`): ``"all_ones"``, the positive code with every
+    exponent and fraction bit set; ``"quiet"``, the positive code with the
+    quiet bit alone (the format's default NaN).  A format with a single NaN
+    per sign, or a single NaN, has it under both rules.
+
+    >>> from fpsim.formats import FP32, FP16, BF16, E4M3FNUZ
+    >>> [hex(nan_code("all_ones", f)) for f in (FP32, FP16, BF16, E4M3FNUZ)]
+    ['0x7fffffff', '0x7fff', '0x7fff', '0x80']
+    >>> [hex(nan_code("quiet", f)) for f in (FP32, FP16, BF16, E4M3FNUZ)]
+    ['0x7fc00000', '0x7e00', '0x7fc0', '0x80']
+    """
+    if rule not in NAN_RULES:
+        raise ValueError(f"NaN rule must be one of {', '.join(NAN_RULES)}; got {rule!r}")
+    if rule == "all_ones" and fmt.specials == "ieee":
+        return fmt.magnitude_mask
+    return _default_nan(fmt, False)
 
 
 def _format_name(name: Any, what: str) -> str:
@@ -260,6 +331,8 @@ def _check(p: MMAParams) -> None:
     if p.align_rounding not in _ALIGN_ROUNDINGS:
         bad(f"align_rounding must be one of {', '.join(_ALIGN_ROUNDINGS)}; "
             f"got {p.align_rounding!r}")
+    if p.nan not in NAN_RULES:
+        bad(f"nan must be one of {', '.join(NAN_RULES)}; got {p.nan!r}")
     if p.c_joins not in ("first", "last"):
         bad(f"c_joins must be 'first' or 'last'; got {p.c_joins!r}")
     aligns = p.accumulation in ("aligned", "odd_even")
@@ -300,9 +373,26 @@ def _check(p: MMAParams) -> None:
     if p.min_align_exponent is not None and not isinstance(p.min_align_exponent, int):
         bad("min_align_exponent must be an int or None")
     out = _lookup(p.output)
+    _check_late_join(p, out, bad)
     if p.result_bits is not None and p.accumulation == "pairwise":
         bad("result_bits applies to 'aligned', 'odd_even' and 'exact' accumulation; a "
             "pairwise tree rounds every addition to the output format itself")
     if p.result_bits is not None and not 1 <= p.result_bits <= out.mantissa_bits:
         bad(f"result_bits must be in [1, {out.mantissa_bits}] for output {out.name}, "
             f"got {p.result_bits}")
+
+
+def _check_late_join(p: MMAParams, out: Format, bad: Callable[[str], None]) -> None:
+    """``c_dropped_below`` and ``normalized_bits``: ints, where ``c`` joins
+    late."""
+    late = (p.accumulation == "aligned" and p.c_joins == "last") or p.accumulation == "odd_even"
+    for name, low, high in (("c_dropped_below", 0, 1 << 10),
+                            ("normalized_bits", out.mantissa_bits, 52)):
+        v = getattr(p, name)
+        if v is None:
+            continue
+        if not late:
+            bad(f"{name} applies where c joins late (c_joins='last' with 'aligned', or "
+                f"'odd_even'); got accumulation={p.accumulation!r}, c_joins={p.c_joins!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+            bad(f"{name} must be None or an int in [{low}, {high}], got {v!r}")

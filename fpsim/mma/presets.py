@@ -3,7 +3,8 @@ parameters), and which architecture each GPU name has.
 
 The parameters are those of the published bit-accurate models (Khattak and
 Mikaitis, the MATLAB-tensor-core repository: one parameter set per GPU and
-format pair), checked against recorded GPU outputs in ``tests/test_mma.py``.
+format pair; MI300 FP8 after MMA-Sim, where the two differ), checked against
+recorded GPU outputs in ``tests/test_mma.py``.
 
 >>> import fpsim.mma as mma
 >>> mma.preset("h100", "e4m3").params.result_bits
@@ -12,6 +13,8 @@ format pair), checked against recorded GPU outputs in ``tests/test_mma.py``.
 True
 >>> mma.gpus()[:4]
 ['v100', 'a100', 'a2', 'a30']
+>>> mma.preset("h100", "fp16", "fp16").params.nan, mma.preset("mi300x", "fp16").params.nan
+('all_ones', 'quiet')
 """
 
 from __future__ import annotations
@@ -29,9 +32,20 @@ __all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE", "MIXED
 
 # -- the architectures' shared settings ------------------------------------------------
 
-_NVIDIA = dict(accumulation="aligned", c_joins="first", rounding="rtz")
+# The NaN every NVIDIA unit writes: PTX's canonical NaN, 0x7FFFFFFF / 0x7FFF
+# (MMA-Sim's mma/wgmma/tcgen05 models; the CUDA Programming Guide: an operation
+# with a NaN input gives 0x7fffffff; measured on an H100, docs/stacks.rst:
+# every FP32 -> FP16/BF16 cast of a NaN and every FP16/BF16 NaN result is
+# 0x7fff).  AMD's: the quiet bit alone, 0x7FC00000, not measured on an MFMA
+# (LLVM's AMDGPU backend folds every NaN to it; MMA-Sim's CDNA3 model writes
+# 0x7FFFFFFF through the routine it shares with NVIDIA, its CDNA1/CDNA2 models
+# the host CPU's NaN): docs/mma.rst, "NaN codes".
+_NVIDIA_NAN = "all_ones"
+_AMD_NAN = "quiet"
+_NVIDIA = dict(accumulation="aligned", c_joins="first", rounding="rtz", nan=_NVIDIA_NAN)
 _CDNA3 = dict(accumulation="aligned", extra_bits=1, c_joins="last", late_extra_bits=7,
-              align_rounding="rdn", zero_c_at_emin=True, products_limited=True, rounding="rne")
+              align_rounding="rdn", zero_c_at_emin=True, products_limited=True, rounding="rne",
+              nan=_AMD_NAN)
 
 #: Settings every preset of an architecture shares.
 ARCHITECTURES: dict[str, dict[str, Any]] = {
@@ -45,16 +59,34 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
     # Fitted here (not published): B200 FP8 -> FP32 outputs (tests/data/tensorcore/open)
     # are reproduced by round to nearest with 8 extra bits; see docs/mma.rst.
     "blackwell-fit": {**_NVIDIA, "extra_bits": 8, "min_align_exponent": -133, "rounding": "rne"},
-    "cdna1": dict(accumulation="exact", extra_bits=None, rounding="rne"),
+    "cdna1": dict(accumulation="exact", extra_bits=None, rounding="rne", nan=_AMD_NAN),
     "cdna2": dict(accumulation="pairwise", extra_bits=None, c_joins="last", rounding="rne",
-                  input_subnormals=False, output_subnormals=False, products_limited=True),
+                  input_subnormals=False, output_subnormals=False, products_limited=True,
+                  nan=_AMD_NAN),
     "cdna3": _CDNA3,
+    # MI300X FP8 as the MATLAB-tensor-core model computes it; its FP16, BF16 and
+    # TF32 rows are cdna3's.  docs/mma.rst, "MI300X FP8: two models".
+    "cdna3-matlab": _CDNA3,
 }
 
 _FP8_13_BITS = {"extra_bits": -10, "result_bits": 13}  # Ada and Hopper FP8: 13-bit results
 # Ada's FP8 mma.m16n8k32 is issued with K = 32: two blocks of 16 chained in the unit.
 _ADA_FP8 = {**_FP8_13_BITS, "issue_k": 32}
 _RNE = {"rounding": "rne"}
+# CDNA3 FP8 (v_mfma_f32_*_fp8_fp8, ..._bf8_bf8): even and odd positions each a
+# truncated fused sum, the two joined rounding down; c joins last, and a c more
+# than 25 binades below the products' sum adds nothing.  Both published models
+# agree on that much (a hardware summation tree in MMA-Sim's history shows the
+# dropped c).  They differ where c is the larger and the sum leaves c's binade:
+# MMA-Sim 2.1.1 (mmasim/arithmetic/fdpa.py, gtr_fdpa: F2 = 31) aligns the
+# products' sum 32 bits below c and cuts the normalized sum to 31 bits, toward
+# -inf, before rounding; the MATLAB-tensor-core model aligns it 31 bits below c
+# and rounds the exact sum (models/tools/Generic_BFMA_TC.m).  Default: MMA-Sim's,
+# the later of the two, by the authors whose MI300 runs are on record (no recorded
+# row decides it); docs/mma.rst, "MI300X FP8: two models", weighs the evidence.
+_CDNA3_FP8 = {"accumulation": "odd_even", "c_dropped_below": 25, "late_extra_bits": 8,
+              "normalized_bits": 31}
+_CDNA3_FP8_MATLAB = {"accumulation": "odd_even", "c_dropped_below": 25}
 
 #: (architecture, input, output, k, parameters beyond the architecture's).
 TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
@@ -96,8 +128,10 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("cdna3", "fp16", "fp32", 8, {}),
     ("cdna3", "bf16", "fp32", 8, {}),
     ("cdna3", "tf32", "fp32", 4, {}),
-    ("cdna3", "e4m3fnuz", "fp32", 16, {"accumulation": "odd_even"}),
-    ("cdna3", "e5m2fnuz", "fp32", 16, {"accumulation": "odd_even"}),
+    ("cdna3", "e4m3fnuz", "fp32", 16, _CDNA3_FP8),
+    ("cdna3", "e5m2fnuz", "fp32", 16, _CDNA3_FP8),
+    ("cdna3-matlab", "e4m3fnuz", "fp32", 16, _CDNA3_FP8_MATLAB),
+    ("cdna3-matlab", "e5m2fnuz", "fp32", 16, _CDNA3_FP8_MATLAB),
 )
 
 #: Architecture -> the pairs of different input formats ``(a's, b's)`` its
@@ -109,6 +143,7 @@ MIXED: dict[str, frozenset[tuple[str, str]]] = {
     **{arch: frozenset({("e4m3", "e5m2"), ("e5m2", "e4m3")})
        for arch in ("ada", "hopper", "blackwell", "blackwell-rn")},
     "cdna3": frozenset({("e4m3fnuz", "e5m2fnuz"), ("e5m2fnuz", "e4m3fnuz")}),
+    "cdna3-matlab": frozenset({("e4m3fnuz", "e5m2fnuz"), ("e5m2fnuz", "e4m3fnuz")}),
 }
 
 #: GPU name -> (architecture, (input, output) pairs of the architecture it
@@ -131,6 +166,7 @@ GPUS: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {
     "mi250": ("cdna2", frozenset()),
     "mi300a": ("cdna3", frozenset()),
     "mi300x": ("cdna3", frozenset()),
+    "mi300x-matlab": ("cdna3-matlab", frozenset()),
 }
 
 
@@ -173,7 +209,11 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     ``b200-fit`` is fpsim's own fit to recorded B200 E4M3 -> FP32 outputs,
     which the published model does not reproduce (3,207 of 5,000 rows): 8
     extra bits and round to nearest give all 5,000 (fitted on half the rows,
-    validated on the other half).
+    validated on the other half).  MI300A and MI300X FP8 follow MMA-Sim
+    2.1.1's model (``gtr_fdpa``); ``mi300x-matlab`` is the MATLAB-tensor-core
+    model of the same instructions, which rounds differently where ``c`` is
+    the larger and the sum leaves ``c``'s binade (docs/mma.rst, "MI300X FP8:
+    two models").
 
     >>> import fpsim.mma as mma
     >>> m = mma.preset("a100", "bf16")

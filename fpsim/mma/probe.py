@@ -5,7 +5,9 @@ on constructed inputs, and name the GPU model it follows.
 manner of Fasi, Higham, Mikaitis and Pranesh ("Numerical behavior of NVIDIA
 tensor cores", PeerJ CS 2021) and of Khattak and Mikaitis, and recovers the
 summation order of the products in the manner of FPRev (Xie et al. 2024).
-Each finding keeps the rows that decided it and the outputs they gave.
+Each finding keeps the rows that decided it and the outputs they gave.  The
+NaN the callable writes for ``inf × 0`` is one (``nan``: the rule of
+``MMAParams.nan`` that gives its bits, ``None`` where neither does).
 
 The calling convention is that of an :class:`~fpsim.mma.MMAModel`, so a
 preset is itself a valid ``fn``:
@@ -33,8 +35,8 @@ instruction's ``k``, so its width is its ``k``.
 
 >>> import fpsim.mma as mma
 >>> r = mma.probe(mma.preset("a100", "fp16"), "fp16")
->>> r.params.k, r.params.extra_bits, r.params.rounding
-(8, 1, 'rtz')
+>>> r.params.k, r.params.extra_bits, r.params.rounding, r.params.nan
+(8, 1, 'rtz', 'all_ones')
 >>> "a100" in r.matches
 True
 """
@@ -310,6 +312,7 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
         self.find_width(k, max_k)
         self.sanity()
         self.subnormals()
+        self.nan_probe()
         structure = self.order_probe()
         kind = structure["kind"]
         block = structure["k"]
@@ -343,6 +346,7 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
             self.params = self.params.replace(issue_k=self.width)
             self.chained = False
         if self.params is not None:
+            self.params = self.params.replace(**self.nan_rule())
             self.verify()
 
     def random_rows(self, n: int, positions: int, full_mantissas: bool, eb: int) -> list[Row]:

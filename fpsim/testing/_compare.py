@@ -188,11 +188,29 @@ def _sources(actual: Any, expected: Any, fmt: Format | str | None,
 
 def _as_array(x: Any, name: str) -> np.ndarray:
     try:
-        return engine.as_array(x)
+        a = engine.as_array(x)
     except (TypeError, RuntimeError, BufferError) as exc:
         raise TypeError(f"{name} cannot be read as a numpy array ({exc}); accepted: numpy "
                         "and ml_dtypes arrays, PyTorch tensors, JAX and CuPy arrays, or integer "
                         "codes with fmt=") from None
+    if not _file_backed(a):
+        # Larger than memory and not a mapped file: a broadcast view, which
+        # costs nothing to pass and would be walked for hours.  (A mapped
+        # dump of any size streams through in chunks.)
+        engine.check_size("compare", a.shape, a.dtype.itemsize, name)
+    return a
+
+
+def _file_backed(a: np.ndarray) -> bool:
+    """Whether ``a`` is (a view of) a memory-mapped file."""
+    import mmap
+
+    base: Any = a
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
 
 
 def _chunks(size: int, chunk: int) -> Iterator[tuple[int, int]]:
