@@ -365,3 +365,13 @@ def test_numpy_and_decimal_bounds_read_exactly_everywhere():
     for nan in (np.float32("nan"), np.longdouble("nan"), Decimal("sNaN"), float("nan")):
         refused(ValueError, lambda: strategies.codes("fp16", min_value=nan),
                 "min_value must not be NaN")
+
+
+def test_a_bool_axis_is_refused_as_no_integer():
+    # True is 1 to Python: an axis given as a bool is refused by its type,
+    # never read as axis 1 (nor called "out of range" on an array where 1 is)
+    x = np.ones((2, 2), F16)
+    for op in (ops.sum, ops.mean):
+        for axis in (True, np.True_, (0, True)):
+            with pytest.raises(TypeError, match="not an integer|accepted None, an integer"):
+                op(x, axis=axis)

@@ -39,13 +39,16 @@ gathered copy of any operand:
 
 Flushed subnormal inputs are flushed once per GEMM (:func:`flush_inputs`);
 products at the output's overflow threshold (``products_limited``) are
-looked for only in blocks whose operands can reach it.
+looked for only in blocks whose operands can reach it.  An output whose
+``c`` is not finite (an earlier block overflowed, or ``c`` was given so)
+keeps that infinity, or becomes the unit's NaN where a limited product of
+the other sign meets it, as the row model's block specials decide
+(:func:`~fpsim.mma.model.block_specials`).
 
 Where the tile path does not apply (``applies``: a sticky bit, normalized
-products, an ``"exact"`` unit rounding to more than 51 bits; or an input or
-``c`` that is not finite, whose
-NaN/infinity rules the row model decides over the whole row), the engine
-uses the row model.
+products, an ``"exact"`` unit rounding to more than 51 bits; or an operand
+that is not finite, whose NaN/infinity rules the row model decides block by
+block), the engine uses the row model.
 """
 
 from __future__ import annotations
@@ -168,6 +171,8 @@ class _Block:
         # the largest operand magnitude per product: a block whose bound stays
         # below the output's overflow threshold needs no look for limited products
         self.limit = 2.0 ** (self.out.emax + 1) if p.products_limited else None
+        # the current block's outputs with limited products, and their codes
+        self.over: tuple[np.ndarray, np.ndarray] | None = None
         if self.limit is not None:  # per k, the largest magnitude of the tile's operands
             self.amax, self.bmax = np.abs(A).max(axis=1), np.abs(B).max(axis=1)
 
@@ -211,7 +216,8 @@ class _Block:
         rows = pos | neg
         if not rows.any():
             return None
-        return rows, special_codes(self.out, pos & neg, neg & ~pos, self.p.nan_code())
+        self.over = rows, special_codes(self.out, pos & neg, neg & ~pos, self.p.nan_code())
+        return self.over
 
 
 def _grid_sum(P: np.ndarray, S: np.ndarray, F: int,
@@ -258,16 +264,14 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
     ``A``: (K, Mt) float64 values (column m: row m of A), as the unit reads
     them (:func:`flush_inputs`), ``EA`` their :func:`exponents`; ``B``:
     (K, Nt) values, ``EB`` likewise; ``c``: (Mt, Nt) float64 values the
-    chain starts from, or None (+0).  Every value finite (the caller's
-    check).  The work arrays are (k, Mt, Nt): the block's reductions run
-    over the first axis, plane by plane.
+    chain starts from, or None (+0).  Every operand finite (the caller's
+    check; ``c`` may be an infinity or NaN).  The work arrays are (k, Mt,
+    Nt): the block's reductions run over the first axis, plane by plane.
     """
     p = model.params
     out = model.output_format
     K, mt = A.shape
     nt = B.shape[1]
-    if c is not None and not np.isfinite(c).all():
-        raise ValueError("chain_tile takes a finite c (the caller's check)")
     cv = np.zeros((mt, nt)) if c is None else c
     work = _Block(model, A, EA, B, EB, mt, nt)
     codes: np.ndarray | None = None
@@ -276,9 +280,11 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
             hi = min(K, lo + p.k)
             if codes is not None:
                 cv = _values(codes, out).reshape(mt, nt)
-            cin = cv
+            passed = ~np.isfinite(cv).reshape(-1)
+            cin = np.where(passed.reshape(mt, nt), 0.0, cv) if passed.any() else cv
             if not p.output_subnormals:
-                cin = np.where(np.abs(cv) < 2.0 ** out.emin, 0.0, cv)
+                cin = np.where(np.abs(cin) < 2.0 ** out.emin, 0.0, cin)
+            work.over = None
             if p.accumulation == "pairwise":
                 new = _pairwise(work, lo, hi, cin)
             elif p.accumulation == "exact":
@@ -291,14 +297,27 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
                 else:
                     new = _aligned_last(work, lo, hi, S, cin)
             new = new.astype(_array.code_dtype(out), copy=False)
-            # A block that overflowed passes its infinity on, as in the row model.
-            if codes is not None:
-                passed = ~np.isfinite(cv).reshape(-1)
-                if passed.any():
-                    new[passed] = codes[passed]
+            if passed.any():
+                new[passed] = _passed(work, cv.reshape(-1), passed)
             codes = new
     assert codes is not None
     return codes.reshape(mt, nt)
+
+
+def _passed(work: _Block, cv: np.ndarray, passed: np.ndarray) -> np.ndarray:
+    """The codes of the outputs whose ``c`` is not finite (an earlier
+    block's overflow, or the ``c`` given), as the row model's block specials
+    decide them (:func:`~fpsim.mma.model.block_specials`; the operands are
+    finite): that infinity, or the NaN where ``c`` is a NaN or a limited
+    product of the other sign (or of both) meets it."""
+    x = cv[passed]
+    nan = np.isnan(x)
+    neg = x < 0
+    if work.over is not None:  # limited products: NaN (both signs) or ±inf
+        rows, over = work.over[0][passed], work.over[1][passed]
+        inf = special_codes(work.out, nan, neg, work.p.nan_code())
+        nan = nan | (rows & (over != inf))
+    return special_codes(work.out, nan, neg, work.p.nan_code())
 
 
 def _values(codes: np.ndarray, out: Format) -> np.ndarray:

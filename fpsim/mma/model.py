@@ -32,7 +32,7 @@ from ._finish import narrow_format, round_to_output, special_codes, unit_nans
 from ._inputs import read_addend, read_inputs
 from .params import ALIGN_FRACTION_BITS, MMAParams
 
-__all__ = ["MMAModel", "join_late", "pairwise_tree", "unrounded"]
+__all__ = ["MMAModel", "block_specials", "join_late", "pairwise_tree", "unrounded"]
 
 I64 = np.int64
 U64 = np.uint64
@@ -56,12 +56,14 @@ class MMAModel:
     accumulates: ``d = mma(a[2k:3k], b[2k:3k], mma(a[k:2k], b[k:2k],
     mma(a[:k], b[:k], c)))``.
 
-    Specials are decided over the whole row first, as the published models
-    do: a NaN operand or product (``inf × 0``), or infinities of both signs
-    among the products and ``c``, give the unit's NaN (``params.nan``:
-    ``0x7FFFFFFF`` in FP32 and ``0x7FFF`` in FP16 on NVIDIA, whatever NaN
-    came in); otherwise an infinite product or ``c`` gives that infinity.
-    In a chain, a block that overflows passes its infinity on.
+    Specials are decided block by block, with the block's own ``c``
+    (``block_specials`` in this module): a NaN operand or product (``inf × 0``), or
+    infinities of both signs among the products and ``c``, give the unit's
+    NaN (``params.nan``: ``0x7FFFFFFF`` in FP32 and ``0x7FFF`` in FP16 on
+    NVIDIA, whatever NaN came in); otherwise an infinite product or ``c``
+    gives that infinity.  In a chain, a block that overflows passes its
+    infinity on as the next block's ``c``, where an infinity of the other
+    sign makes it the NaN (as MMA-Sim's chained blocks compute it).
 
     >>> import fpsim.mma as mma, numpy as np
     >>> h100 = mma.preset("h100", "fp16")
@@ -73,6 +75,10 @@ class MMAModel:
     >>> a[0, 0] = np.inf; a[1, 0] = np.nan
     >>> [hex(x) for x in h100(a, a, np.float32([0, 1, np.inf])).view(np.uint32)]
     ['0x7f800000', '0x7fffffff', '0x7f800000']
+    >>> a100 = mma.preset("a100", "fp16", "fp16")  # block 0 overflows to +inf, block 1: -inf
+    >>> x = np.float16([[300.0] * 8 + [-np.inf] + [0.0] * 7])
+    >>> hex(a100(x, np.abs(x), np.float16(0), chain=True).view(np.uint16)[0])
+    '0x7fff'
     """
 
     def __init__(self, params: MMAParams, name: str | None = None) -> None:
@@ -147,20 +153,13 @@ class MMAModel:
             A = np.concatenate([A, np.zeros((A.shape[0], pad))], axis=1)
             B = np.concatenate([B, np.zeros((B.shape[0], pad))], axis=1)
 
-        special, spec_codes = _row_specials(A, B, C, out, p.nan_code())
-        A = np.where(special[:, None], 0.0, A)
-        B = np.where(special[:, None], 0.0, B)
-        C = np.where(special, 0.0, C)
         codes = None
         for j in range(blocks):
             sl = slice(j * p.k, (j + 1) * p.k)
-            if codes is not None:
+            if codes is not None:  # the previous block's result, an infinity or NaN too
                 C = _array.decode(codes, out)
-            finite = np.isfinite(C)
-            new = self._block(A[:, sl], B[:, sl], np.where(finite, C, 0.0))
-            codes = new if codes is None else np.where(finite, new, codes)
+            codes = self._block(A[:, sl], B[:, sl], C)
         assert codes is not None
-        codes = np.where(special, spec_codes, codes)
         return codes.astype(_array.code_dtype(out)).view(dt).reshape(rows)
 
     def _label(self) -> str:
@@ -170,25 +169,20 @@ class MMAModel:
     # -- one block --------------------------------------------------------------------
 
     def _block(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """Codes of ``out`` for one block of finite rows."""
+        """Codes of ``out`` for one block: its specials decided with its own
+        ``c`` (``block_specials`` in this module), the other rows computed."""
         p = self.params
         out = self.output_format
+        special, spec_codes = block_specials(p, A, B, C)
+        if special.any():
+            A = np.where(special[:, None], 0.0, A)
+            B = np.where(special[:, None], 0.0, B)
+            C = np.where(special, 0.0, C)
         if not p.input_subnormals:
             A = np.where(np.abs(A) < 2.0 ** self.input_format.emin, 0.0, A)
             B = np.where(np.abs(B) < 2.0 ** self.input_b_format.emin, 0.0, B)
         if not p.output_subnormals:
             C = np.where(np.abs(C) < 2.0 ** out.emin, 0.0, C)
-        over_rows = None
-        if p.products_limited:
-            prod = A * B
-            over = np.abs(prod) >= 2.0 ** (out.emax + 1)
-            if over.any():
-                pos = (over & (prod > 0)).any(axis=1)
-                neg = (over & (prod < 0)).any(axis=1)
-                over_rows = pos | neg
-                over_codes = special_codes(out, pos & neg, neg & ~pos, p.nan_code())
-                A = np.where(over_rows[:, None], 0.0, A)
-                B = np.where(over_rows[:, None], 0.0, B)
         if p.accumulation == "pairwise":
             codes = self._pairwise(A, B, C)
         elif p.accumulation == "exact":
@@ -196,9 +190,7 @@ class MMAModel:
         else:
             value = self._aligned(A, B, C)
             codes = round_to_output(value, out, p.rounding, p.result_bits, p.output_subnormals)
-        if over_rows is not None:
-            codes = np.where(over_rows, over_codes, codes)
-        return codes
+        return np.where(special, spec_codes, codes)
 
     def _products(self, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, ...]:
         """Each product as ``(sig, exp, negative)``: ``|a×b| = sig ×
@@ -432,14 +424,34 @@ def _exact_sum(values: list[float]) -> tuple[int, int]:
     return sum(m << (e - low) for m, e in parts), low
 
 
-def _row_specials(A: np.ndarray, B: np.ndarray, C: np.ndarray, out: Format,
-                  nan_code: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows whose result is decided by specials, and their codes (NaN:
-    ``nan_code``)."""
+def block_specials(p: MMAParams, A: np.ndarray, B: np.ndarray,
+                   C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of one block whose result its specials decide, and their
+    codes: a NaN operand, product (``inf × 0``) or ``c`` gives the unit's
+    NaN (``p.nan_code()``); otherwise infinities of both signs among the
+    products and ``c`` give the NaN, and infinities of one sign that
+    infinity.  ``c`` is the block's own (in a chain, the previous block's
+    result: an infinity where that block overflowed).  With
+    ``products_limited``, a product at or beyond the output's overflow
+    threshold counts as the infinity of its sign.
+
+    >>> import numpy as np
+    >>> from fpsim.mma import MMAParams
+    >>> p = MMAParams("bf16", "fp32", k=2, accumulation="pairwise", extra_bits=None,
+    ...               c_joins="last", products_limited=True)
+    >>> A = np.array([[2.0**127, 1.0], [2.0**127, -np.inf], [1.0, 1.0]])
+    >>> B = np.array([[2.0, 1.0], [2.0, 1.0], [1.0, 1.0]])
+    >>> special, codes = block_specials(p, A, B, np.array([0.0, 0.0, -np.inf]))
+    >>> special.tolist(), [hex(x) for x in codes[special]]
+    ([True, True, True], ['0x7f800000', '0x7fc00000', '0xff800000'])
+    """
+    out = p.output_format
     with np.errstate(invalid="ignore", over="ignore"):
         prod = A * B
+        if p.products_limited:
+            prod = np.where(np.abs(prod) >= 2.0 ** (out.emax + 1), prod * np.inf, prod)
     nan = np.isnan(prod).any(axis=1) | np.isnan(C)
     pos = (prod == np.inf).any(axis=1) | (C == np.inf)
     neg = (prod == -np.inf).any(axis=1) | (C == -np.inf)
     special = nan | pos | neg
-    return special, special_codes(out, nan | (pos & neg), neg & ~pos, nan_code)
+    return special, special_codes(out, nan | (pos & neg), neg & ~pos, p.nan_code())

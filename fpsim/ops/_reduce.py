@@ -192,7 +192,10 @@ def normalized_axes(op: str, ndim: int, axis: Any) -> list[int]:
                          "dimension(s); each axis may appear once")
     norm = []
     for ax in axes:
-        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool) or not -ndim <= ax < ndim:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"{op}(): axis {ax!r} is not an integer; accepted None, an integer "
+                            f"in [{-ndim}, {ndim}) or a tuple of them")
+        if not -ndim <= ax < ndim:
             raise ValueError(f"{op}(): axis {ax!r} is out of range for an array of {ndim} "
                              f"dimension(s); accepted None, an integer in [{-ndim}, {ndim}) "
                              "or a tuple of them")
