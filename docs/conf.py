@@ -29,6 +29,7 @@ extensions = [
     "fpsim_directives",
     "fpsim_stacks",
     "fpsim_limits",
+    "fpsim_instructions",
     "myst_parser",
 ]
 # spec/*.md are included as pages (docs/spec/); their section links

@@ -109,7 +109,46 @@ IN_BLOCK_ROWS = [
      "CDNA1: products are exact; -inf decides"),
 ]
 
-ROWS = BF16_ROWS + IN_BLOCK_ROWS
+B_X = 0x7F40          # 1.5 * 2**127: finite, but two of them overflow FP32
+B_TINY = 0x0001       # 2**-133, subnormal: CDNA2 reads it as +0
+
+
+def _cdna2(a, b):
+    """One block of 4 (mi210's k), bf16 codes, padded with zero products."""
+    return a + [0] * (4 - len(a)), b + [0] * (4 - len(b))
+
+
+# CDNA2 adds in IEEE FP32 (MMA-Sim's ftz_mul / ftz_add: each product of
+# flushed operands rounded to FP32, (p0 + p1) + (p2 + p3), then c + that,
+# each sum rounded to FP32): infinities and NaNs follow IEEE 754 inside the
+# tree, with no screen before it.  X = 1.5 * 2**127; X + X = 3 * 2**127 is
+# above FP32's largest 2**128 - 2**104, so it rounds to +inf.
+CDNA2_ROWS = [
+    (("mi210", "bf16", "fp32"), _cdna2([B_X, B_X, B_NEG_INF], [B_ONE] * 3), 0.0, AMD_NAN32,
+     "CDNA2: (X + X) = +inf meets (-inf + 0) = -inf: NaN"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_X, B_X], [B_ONE] * 2), float("-inf"), AMD_NAN32,
+     "CDNA2: c = -inf meets the tree's sum (X + X) = +inf: NaN"),
+    (("mi210", "bf16", "fp32"), (_row(4, 2)[:4] + [B_X, B_X, 0, 0],
+                                 [0] * 4 + [B_ONE, B_ONE, 0, 0]), float("-inf"), AMD_NAN32,
+     "CDNA2: block 0 keeps c = -inf, block 1's (X + X) = +inf meets it: NaN"),
+    (("mi210", "bf16", "fp32"), ([B_X, B_X, 0, 0, B_X | 0x8000, B_X | 0x8000, 0, 0],
+                                 [B_ONE, B_ONE, 0, 0, B_ONE, B_ONE, 0, 0]), 0.0, AMD_NAN32,
+     "CDNA2: block 0's +inf (X + X) meets block 1's (-X - X) = -inf: NaN"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_INF], [B_TINY]), 0.0, AMD_NAN32,
+     "CDNA2: inf x 2**-133, the subnormal read as +0: inf x 0 = NaN"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_INF], [0]), 0.0, AMD_NAN32,
+     "CDNA2: inf x 0 = NaN"),
+    (("mi210", "bf16", "fp32"), _cdna2([0x7FC0], [B_ONE]), 0.0, AMD_NAN32,
+     "CDNA2: a NaN operand: NaN"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_X, B_NEG_INF, B_X], [B_ONE] * 3), 0.0, F32_NEG_INF,
+     "CDNA2: (X - inf) = -inf meets (X + 0) = X, finite: -inf"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_X | 0x8000, B_X | 0x8000, B_NEG_INF], [B_ONE] * 3),
+     0.0, F32_NEG_INF, "CDNA2: (-X - X) = -inf meets -inf: -inf"),
+    (("mi210", "bf16", "fp32"), _cdna2([B_INF], [B_ONE]), float("-0.0"), F32_INF,
+     "CDNA2: inf x 1, c = -0: +inf"),
+]
+
+ROWS = BF16_ROWS + IN_BLOCK_ROWS + CDNA2_ROWS
 IDS = [f"{p[0]}-{why.split(':')[0][:30]}-{i}" for i, (p, _, _, _, why) in enumerate(ROWS)]
 
 
@@ -206,6 +245,28 @@ def test_chain_tile_takes_an_infinite_c():
     EA, EB = _tile.exponents(A, -126), _tile.exponents(B, -126)
     got = _codes(_tile.chain_tile(unit, A, EA, B, EB, c).astype(np.uint32))
     assert got == [AMD_NAN32, F32_NEG_INF, AMD_NAN32]
+
+
+@pytest.mark.parametrize("gpu", ["mi210", "mi250"])
+def test_cdna2_chain_tile_adds_an_infinite_c_in_its_ieee_tree(gpu):
+    # One block of k = 4 (K = 2, zero-padded), X = 1.5 * 2**127 (X + X = 3 *
+    # 2**127 rounds to +inf in FP32), B = one column of ones:
+    #   0: c = -inf, X + X = +inf: -inf + inf = NaN
+    #   1: c = -inf, X - 1 = X: -inf
+    #   2: c = NaN: NaN
+    #   3: c = +inf, X + X = +inf: +inf
+    unit = mma.preset(gpu, "bf16")
+    X = 1.5 * 2.0**127
+    A = np.array([[X, X, 1.0, X], [X, -1.0, 1.0, X]])  # (K = 2, Mt = 4)
+    B = np.ones((2, 1))
+    c = np.array([[-np.inf], [-np.inf], [np.nan], [np.inf]])
+    EA, EB = _tile.exponents(A, -126), _tile.exponents(B, -126)
+    got = _codes(_tile.chain_tile(unit, A, EA, B, EB, c).astype(np.uint32))
+    want = [AMD_NAN32, F32_NEG_INF, AMD_NAN32, F32_INF]
+    assert got == want
+    a = np.array([[B_X, B_X], [B_X, B_NEG_ONE], [B_ONE, B_ONE], [B_X, B_X]], np.uint16)
+    rows = unit(a, np.full((4, 2), B_ONE, np.uint16), c.astype(np.float32)[:, 0], fmt="bf16")
+    assert _codes(rows) == want
 
 
 # -- MMA-Sim, where installed ----------------------------------------------------------

@@ -312,6 +312,29 @@ def test_pairwise_tiles_with_subnormal_products_and_sums_equal_the_row_model(gpu
         assert (fast.view(np.uint32) == rows.view(np.uint32)).all()
 
 
+@pytest.mark.parametrize("gpu", ["mi210", "mi250"])
+def test_pairwise_tiles_whose_partial_sums_overflow_into_an_infinite_c_equal_the_row_model(gpu):
+    """CDNA2's IEEE tree meets a C of +-inf or NaN with partial sums that
+    overflow (finite BF16 operands: the tile path runs).  X = 1.5 * 2**127,
+    X + X rounds to +inf in FP32; K = 8 is two blocks of 4; B = ones."""
+    X = 1.5 * 2.0**127
+    a = np.zeros((6, 8))
+    a[0, :2] = X            # c = -inf meets block 0's +inf: NaN
+    a[1, 4:6] = X           # block 0 keeps c = -inf, block 1's +inf meets it: NaN
+    a[2, :2] = X            # c = +inf, +inf: +inf
+    a[3, :2] = X            # block 0 +inf, block 1 (-X - X) = -inf: NaN (c = 0)
+    a[3, 4:6] = -X
+    a[4, :4] = [X, -1.0, 1.0, 1.0]  # c = -inf, finite sums: -inf
+    a[5, 0] = 1.0           # c = NaN: NaN
+    c = np.float32([-np.inf, -np.inf, np.inf, 0.0, -np.inf, np.nan])[:, None]
+    f = lookup("bf16")
+    g = LibraryGEMM(mma.preset(gpu, "bf16"), Schedule(compute=None), "fp32")
+    fast, rows = _both(g, array.encode(a, f), array.encode(np.ones((8, 1)), f), c, fmt="bf16")
+    assert (fast.view(np.uint32) == rows.view(np.uint32)).all()
+    nan, inf, ninf = 0x7FC00000, 0x7F800000, 0xFF800000
+    assert rows.view(np.uint32)[:, 0].tolist() == [nan, nan, inf, nan, ninf, nan]
+
+
 @pytest.mark.parametrize("mode", ["rtz", "rdn", "rup", "rne"])
 def test_the_two_operand_alignment_equals_python_integers(mode):
     """fpsim.mma._align.add_two (both operands rounded to the larger's grid,

@@ -55,7 +55,6 @@ import collections
 import functools
 import math
 from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple
 
@@ -277,8 +276,6 @@ def why_fpsim_lacks(i: Instruction) -> str | None:
         return f"C in {i.c} with D in {i.d}"
     if {i.a, i.b} & {"e3m2", "e2m3", "e2m1"}:
         return "FP6/FP4 inputs without block scales (kind::f8f6f4)"
-    if i.a in ("e4m3", "e5m2") and i.d == "fp16":
-        return "FP8 inputs with FP16 output (issue 44, item 3)"
     if i.arch == "CDNA2" and i.a == "bf16" and not i.name.endswith("_1k"):
         return "CDNA2's BF16 without _1k (pairs of products: MMA-Sim's MMA_FTZ_MUL_ADD(P=2))"
     return None
@@ -595,63 +592,6 @@ def _zero_sign(i, a, b, c, got, want) -> np.ndarray:
     return (got.astype(np.int64) == fo.sign) & (want.astype(np.int64) == 0)
 
 
-def _mmasim_infinities(x, y, z, block: int, arithmetic: str, fo: Fmt):
-    """The signs of the infinities MMA-Sim's evaluation of one row meets:
-    ``(given, overflowed)``, from infinite inputs and from finite terms
-    whose exact sum (with Fractions) reaches the output's overflow
-    threshold (its largest finite value plus half a unit) where MMA-Sim
-    rounds it into the output format: each product in the models that round
-    products alone (CDNA3's ``tr_fdpa``, CDNA2's ``ftz_mul``), pairs and
-    blocks of products (CDNA2's ``ftz_add``), and ``c`` plus the blocks so
-    far, the next block's ``c`` (every model), until the first infinity
-    (the running value is infinite from there on).  None when the row
-    holds a NaN or ``inf × 0``."""
-    if np.isnan(x).any() or np.isnan(y).any() or np.isnan(z):
-        return None
-    if ((np.isinf(x) & (y == 0)) | (np.isinf(y) & (x == 0))).any():
-        return None
-    top = Fraction(fo.largest) + Fraction(2) ** (fo.emax - fo.mbits - 1)
-    given, overflowed = set(), set()
-    p = x * y                                # exact: float64 holds every product
-    inf = np.isinf(p)
-    given |= {bool(v > 0) for v in p[inf]}
-    if np.isinf(z):
-        given.add(bool(z > 0))
-    q = [Fraction(float(v)) if not f else Fraction(0) for v, f in zip(p, inf)]
-    acc, seen = (Fraction(0) if np.isinf(z) else Fraction(float(z))), bool(np.isinf(z))
-    for j in range(0, len(q), block):
-        part = q[j:j + block]
-        alone = []                            # what MMA-Sim rounds inside the block
-        if arithmetic in ("MMA_TR_FDPA", "MMA_FTZ_MUL_ADD"):
-            alone += part
-        if arithmetic == "MMA_FTZ_MUL_ADD":
-            alone += [part[k] + part[k + 1] for k in range(0, len(part) - 1, 2)]
-            alone.append(sum(part))
-        inside = {v > 0 for v in alone if abs(v) >= top}
-        overflowed |= inside
-        acc += sum(part)
-        seen = seen or bool(inf[j:j + block].any()) or bool(inside)
-        if not seen and j + block < len(q) and abs(acc) >= top:
-            overflowed.add(acc > 0)           # the next block's c: an infinity from here on
-            seen = True
-    return given, overflowed
-
-
-def _overflow_meets_infinity(i, a, b, c, got, want) -> np.ndarray:
-    """MMA-Sim NaN and fpsim ±inf, where MMA-Sim's evaluation meets
-    infinities of both signs, one at least from finite terms that overflow
-    (:func:`_mmasim_infinities`)."""
-    fa, fb, fo = FORMATS[i.a], FORMATS[i.b], FORMATS[i.d]
-    out = np.isnan(_decode(fo, want)) & np.isinf(_decode(fo, got))
-    arithmetic = type(i.op().arithmetic_op).__name__
-    block = _preset(i).k
-    x, y, z = _decode(fa, a), _decode(fb, b), _decode(fo, c)
-    for r in np.flatnonzero(out):
-        met = _mmasim_infinities(x[r], y[r], z[r], block, arithmetic, fo)
-        out[r] = met is not None and bool(met[1]) and len(met[0] | met[1]) == 2
-    return out
-
-
 def _mmasim_exponent(f: Fmt, x: np.ndarray) -> np.ndarray:
     """MMA-Sim's exponent of each value (``frexp_and_normalize``):
     ``floor(log2|x|)``, the format's smallest normal exponent for a
@@ -691,15 +631,6 @@ NAMED_DIFFERENCES = (
         "(spec/mma.md, 'The algorithm', Result: only an exact zero is +0).  No recorded GPU row "
         "has a zero output, so neither is measured: open",
         lambda i: i.family in NVIDIA, _zero_sign),
-    NamedDifference(
-        "overflow-meets-infinity", "fpsim",
-        "CDNA2's v_mfma (MMA-Sim's ftz_mul.py / ftz_add: IEEE FP32 products, pair sums and "
-        "block sums) rounds the partial sums of its pairwise tree into FP32, so an overflowing "
-        "partial sum meets an infinity of the other sign inside the block as inf - inf = NaN; "
-        "fpsim decides a block's specials before its tree (spec/mma.md, 'Specials', block by "
-        "block since issue 44) and gives the given infinity.  Open in fpsim: letting the tree "
-        "carry infinities would also turn inf x a flushed subnormal into NaN, unchecked",
-        lambda i: i.arch == "CDNA2", _overflow_meets_infinity),
     NamedDifference(
         "gtr_fdpa-drops-nan-c", "MMA-Sim",
         "MMA-Sim's gtr_fdpa (fdpa.py, CDNA3 FP8) takes a NaN/Inf c's exponent from torch.frexp "
@@ -760,14 +691,14 @@ def check_rows(i: Instruction, kind: str, a, b, c, got, want, record_property=No
 def test_every_mmasim_instruction_is_cross_checked_or_named():
     """Each MMA-Sim instruction: fpsim has its preset (cross-checked below)
     or the reason it has none is named; where fpsim's preset call can name
-    the instruction (FP8 or FP6/FP4 inputs, FP16 output), it is refused, so
+    the instruction (FP6/FP4 inputs), it is refused, so
     that a preset added later is moved into the cross-check."""
     reps, _ = _mmasim_instructions()
     for i in reps:
         why = why_fpsim_lacks(i)
         if why is None:
             _preset(i)      # raises if fpsim has no such preset
-        elif why.startswith(("FP8 inputs with FP16", "FP6/FP4")):
+        elif why.startswith("FP6/FP4"):
             with pytest.raises(ValueError):
                 _preset(i)
 

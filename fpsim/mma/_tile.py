@@ -43,7 +43,8 @@ looked for only in blocks whose operands can reach it.  An output whose
 ``c`` is not finite (an earlier block overflowed, or ``c`` was given so)
 keeps that infinity, or becomes the unit's NaN where a limited product of
 the other sign meets it, as the row model's block specials decide
-(:func:`~fpsim.mma.model.block_specials`).
+(:func:`~fpsim.mma.model.block_specials`); a ``"pairwise"`` unit's tree
+takes that ``c`` into its IEEE additions, as its row model does.
 
 Where the tile path does not apply (``applies``: a sticky bit, normalized
 products, an ``"exact"`` unit rounding to more than 51 bits; or an operand
@@ -170,7 +171,9 @@ class _Block:
         self.shape = (mt, nt)
         # the largest operand magnitude per product: a block whose bound stays
         # below the output's overflow threshold needs no look for limited products
-        self.limit = 2.0 ** (self.out.emax + 1) if p.products_limited else None
+        # ("pairwise": its tree rounds the products into the output, no look needed)
+        self.limit = (2.0 ** (self.out.emax + 1)
+                      if p.products_limited and p.accumulation != "pairwise" else None)
         # the current block's outputs with limited products, and their codes
         self.over: tuple[np.ndarray, np.ndarray] | None = None
         if self.limit is not None:  # per k, the largest magnitude of the tile's operands
@@ -280,7 +283,9 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
             hi = min(K, lo + p.k)
             if codes is not None:
                 cv = _values(codes, out).reshape(mt, nt)
-            passed = ~np.isfinite(cv).reshape(-1)
+            # "pairwise": the tree's IEEE additions carry c's infinity or NaN
+            passed = (np.zeros(mt * nt, bool) if p.accumulation == "pairwise"
+                      else ~np.isfinite(cv).reshape(-1))
             cin = np.where(passed.reshape(mt, nt), 0.0, cv) if passed.any() else cv
             if not p.output_subnormals:
                 cin = np.where(np.abs(cin) < 2.0 ** out.emin, 0.0, cin)
@@ -346,7 +351,7 @@ def _aligned_first(work: _Block, lo: int, hi: int, S: np.ndarray,
     w = hi - lo
     E = (np.maximum.reduce(S, axis=0).astype(np.int32) if w
          else np.full(work.shape, _ZERO_EXP, np.int32))
-    np.maximum(E, _exponents(cv, _C_EMIN, _ZERO_EXP), out=E)
+    np.maximum(E, _exponents(cv, work.out.emin, _ZERO_EXP), out=E)
     absent = E <= _ZERO_EXP // 2
     if p.min_align_exponent is not None:
         E = np.where(absent, E, np.maximum(E, p.min_align_exponent))
@@ -389,19 +394,17 @@ def _aligned_last(work: _Block, lo: int, hi: int, S: np.ndarray,
 
 def _pairwise(work: _Block, lo: int, hi: int, cv: np.ndarray) -> np.ndarray:
     """``"pairwise"``: the block's products, zero-padded to ``k`` as the row
-    model pads them, through the row model's tree."""
+    model pads them, through the row model's tree: a product beyond the
+    output's range rounds to an infinity there, and meets ``cv`` (an
+    infinity or NaN included) in IEEE arithmetic, as in the row model."""
     p = work.p
     P = work.products(lo, hi, np.float32 if work.narrow else np.float64)
-    over = work.limited(lo, hi, P)
     if hi - lo == p.k:
         prods = P.reshape(p.k, -1)
     else:
         prods = np.zeros((p.k, P.shape[1] * P.shape[2]), P.dtype)
         prods[:hi - lo] = P.reshape(hi - lo, -1)
-    codes = pairwise_tree(p, prods, cv.reshape(-1), work.normal_products)
-    if over is not None:
-        codes = np.where(over[0], over[1], codes)
-    return codes
+    return pairwise_tree(p, prods, cv.reshape(-1), work.normal_products)
 
 
 # -- "exact" (CDNA1) -----------------------------------------------------------------

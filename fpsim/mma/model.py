@@ -63,7 +63,10 @@ class MMAModel:
     NVIDIA, whatever NaN came in); otherwise an infinite product or ``c``
     gives that infinity.  In a chain, a block that overflows passes its
     infinity on as the next block's ``c``, where an infinity of the other
-    sign makes it the NaN (as MMA-Sim's chained blocks compute it).
+    sign makes it the NaN (as MMA-Sim's chained blocks compute it).  A
+    ``"pairwise"`` unit (CDNA2) has no screen: its products and tree are
+    IEEE FP32 arithmetic, specials included (``inf × 0``, ``inf −
+    inf`` of an overflowing partial sum: the unit's NaN).
 
     >>> import fpsim.mma as mma, numpy as np
     >>> h100 = mma.preset("h100", "fp16")
@@ -173,6 +176,8 @@ class MMAModel:
         ``c`` (``block_specials`` in this module), the other rows computed."""
         p = self.params
         out = self.output_format
+        if p.accumulation == "pairwise":
+            return self._pairwise(A, B, C)
         special, spec_codes = block_specials(p, A, B, C)
         if special.any():
             A = np.where(special[:, None], 0.0, A)
@@ -183,9 +188,7 @@ class MMAModel:
             B = np.where(np.abs(B) < 2.0 ** self.input_b_format.emin, 0.0, B)
         if not p.output_subnormals:
             C = np.where(np.abs(C) < 2.0 ** out.emin, 0.0, C)
-        if p.accumulation == "pairwise":
-            codes = self._pairwise(A, B, C)
-        elif p.accumulation == "exact":
+        if p.accumulation == "exact":
             codes = self._exact(A, B, C)
         else:
             value = self._aligned(A, B, C)
@@ -219,7 +222,7 @@ class MMAModel:
         assert extra is not None
         frac = np.full(A.shape[0], p.fraction_bits, I64)
         if p.accumulation == "aligned" and p.c_joins == "first":
-            c_exp, c_sig = c_parts(C)
+            c_exp, c_sig = c_parts(C, self.output_format.emin)
             sig = np.concatenate([sig, c_sig[:, None]], axis=1)
             exp = np.concatenate([exp, np.where(C != 0, c_exp, ABSENT)[:, None]], axis=1)
             neg = np.concatenate([neg, (C < 0)[:, None]], axis=1)
@@ -238,9 +241,18 @@ class MMAModel:
         return join_late(p, big, x, frac, C)
 
     def _pairwise(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
-        """``"pairwise"``: codes of the output (:func:`pairwise_tree`)."""
-        with np.errstate(over="ignore"):
-            return pairwise_tree(self.params, (A * B).T, C)
+        """``"pairwise"``: codes of the output (:func:`pairwise_tree`), its
+        specials included: subnormal operands and ``c`` flushed to +0 where
+        the unit flushes them, the products (``inf × 0`` a NaN) and the tree
+        in IEEE arithmetic, no screen (``block_specials`` is not asked)."""
+        p = self.params
+        if not p.input_subnormals:
+            A = np.where(np.abs(A) < 2.0 ** self.input_format.emin, 0.0, A)
+            B = np.where(np.abs(B) < 2.0 ** self.input_b_format.emin, 0.0, B)
+        if not p.output_subnormals:
+            C = np.where(np.abs(C) < 2.0 ** self.output_format.emin, 0.0, C)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return pairwise_tree(p, (A * B).T, C)
 
     def _exact(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
         """``"exact"``: the exact sum, rounded once by the scalar kernel (a
@@ -268,10 +280,12 @@ class MMAModel:
         return codes
 
 
-def c_parts(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def c_parts(C: np.ndarray, emin: int = _C_EMIN) -> tuple[np.ndarray, np.ndarray]:
     """A finite ``c`` as ``(exp, sig)``: ``|c| = sig × 2**(exp - 23)``,
-    ``exp = max(floor(log2|c|), -126)`` (int64; a zero gives ``sig = 0``)."""
-    c_exp = exponents(C, _C_EMIN, _C_EMIN).astype(I64)
+    ``exp = max(floor(log2|c|), emin)``, ``emin`` the output format's
+    (-126, FP32's; -14, FP16's, as MMA-Sim's ``frexp_and_normalize`` has it)
+    (int64; a zero gives ``sig = 0``)."""
+    c_exp = exponents(C, emin, emin).astype(I64)
     return c_exp, np.ldexp(np.abs(C), ALIGN_FRACTION_BITS - c_exp).astype(I64)
 
 
@@ -309,8 +323,10 @@ def pairwise_tree(p: MMAParams, products: np.ndarray, C: np.ndarray,
     of additions ``(p0+p1)+(p2+p3)`` each rounded by ``rounding``, then
     ``c + sum``; with ``output_subnormals=False`` every subnormal product,
     partial sum and result is flushed to zero.  Codes of the output format,
-    shape ``(rows,)``; a NaN (partial sums overflowing with both signs) is
-    the unit's (``p.nan``).
+    shape ``(rows,)``.  Products and ``C`` may be infinities or NaNs: the
+    additions are IEEE's, and every NaN (a NaN term, ``inf − inf``, an
+    overflowing partial sum meeting an infinity of the other sign) is the
+    unit's (``p.nan``).
 
     The additions are :func:`fpsim.array.add`; into FP32 with nearest even,
     on a machine whose float32 addition is IEEE's
@@ -427,7 +443,8 @@ def _exact_sum(values: list[float]) -> tuple[int, int]:
 def block_specials(p: MMAParams, A: np.ndarray, B: np.ndarray,
                    C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows of one block whose result its specials decide, and their
-    codes: a NaN operand, product (``inf × 0``) or ``c`` gives the unit's
+    codes (every accumulation but ``"pairwise"``, whose tree carries its
+    specials): a NaN operand, product (``inf × 0``) or ``c`` gives the unit's
     NaN (``p.nan_code()``); otherwise infinities of both signs among the
     products and ``c`` give the NaN, and infinities of one sign that
     infinity.  ``c`` is the block's own (in a chain, the previous block's

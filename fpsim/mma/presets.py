@@ -80,6 +80,18 @@ _FP8_13_BITS = {"extra_bits": -10, "result_bits": 13}  # Ada and Hopper FP8: 13-
 # Ada's FP8 mma.m16n8k32 is issued with K = 32: two blocks of 16 chained in the unit.
 _ADA_FP8 = {**_FP8_13_BITS, "issue_k": 32}
 _RNE = {"rounding": "rne"}
+# FP8 inputs with FP16 output (mma.sync .f16.e4m3.e4m3.f16 on Ada and RTX
+# Blackwell, wgmma .f16.e4m3 on Hopper, tcgen05 kind::f8f6f4 .f16 on
+# Blackwell), as MMA-Sim 2.1.1 computes them (mmasim/nv_ptx/sim.py,
+# mmasim/arithmetic/fdpa.py, t_fdpa): the FP8->FP32 instruction's alignment
+# (F = 13 on Ada and Hopper, 25 on Blackwell), FP16 c joining first as one more
+# term, no E8M13 step, the sum rounded once to FP16, nearest even; a zero term
+# aligned at 2**-20 (Ada) or 2**-21 (MMA-Sim's e_zero for FP16 output).  The
+# recorded H100 and B200 rows (tests/data/tensorcore/open) are reproduced only
+# in part: tests/test_mma_fp8_fp16.py gives the rates.
+_FP8_FP16 = {"rounding": "rne", "min_align_exponent": -21}
+_ADA_FP8_FP16 = {"extra_bits": -10, "issue_k": 32, "rounding": "rne", "min_align_exponent": -20}
+_HOPPER_FP8_FP16 = {"extra_bits": -10, **_FP8_FP16}
 # CDNA3 FP8 (v_mfma_f32_*_fp8_fp8, ..._bf8_bf8): even and odd positions each a
 # truncated fused sum, the two joined rounding down; c joins last, and a c more
 # than 25 binades below the products' sum adds nothing.  Both published models
@@ -109,18 +121,24 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("ada", "tf32", "fp32", 4, {}),
     ("ada", "e4m3", "fp32", 16, _ADA_FP8),
     ("ada", "e5m2", "fp32", 16, _ADA_FP8),
+    ("ada", "e4m3", "fp16", 16, _ADA_FP8_FP16),
+    ("ada", "e5m2", "fp16", 16, _ADA_FP8_FP16),
     ("hopper", "fp16", "fp32", 16, {}),
     ("hopper", "fp16", "fp16", 16, _RNE),
     ("hopper", "bf16", "fp32", 16, {}),
     ("hopper", "tf32", "fp32", 8, {}),
     ("hopper", "e4m3", "fp32", 32, _FP8_13_BITS),
     ("hopper", "e5m2", "fp32", 32, _FP8_13_BITS),
+    ("hopper", "e4m3", "fp16", 32, _HOPPER_FP8_FP16),
+    ("hopper", "e5m2", "fp16", 32, _HOPPER_FP8_FP16),
     ("blackwell", "fp16", "fp32", 16, {}),
     ("blackwell", "fp16", "fp16", 16, {"rounding": "rne", "min_align_exponent": -15}),
     ("blackwell", "bf16", "fp32", 16, {}),
     ("blackwell", "tf32", "fp32", 8, {}),
     ("blackwell", "e4m3", "fp32", 32, {}),
     ("blackwell", "e5m2", "fp32", 32, {}),
+    ("blackwell", "e4m3", "fp16", 32, _FP8_FP16),
+    ("blackwell", "e5m2", "fp16", 32, _FP8_FP16),
     ("blackwell-rn", "fp16", "fp32", 16, {}),
     ("blackwell-rn", "fp16", "fp16", 16, {"min_align_exponent": -15}),
     ("blackwell-rn", "bf16", "fp32", 16, {}),
