@@ -10,7 +10,7 @@ with Python's Fractions, not from fpsim's code: the FP16 ``c`` joins the
 products as one more term (its exponent at least FP16's -14); a zero term has
 the exponent ``e_zero``; every term is cut toward zero to ``F`` fractional
 bits below the largest exponent and the terms are added exactly; the sum is
-rounded once to FP16, to nearest even.  Ada runs 32 products as two blocks
+rounded once to FP16, to nearest even (a zero is +0).  Ada runs 32 products as two blocks
 of 16, the first block's FP16 result the second's ``c``.
 
 | architecture | F | products per block | e_zero |
@@ -79,7 +79,7 @@ def _fp16(x: Fraction) -> np.float16:
     # 65520 it overflows to infinity)
     assert Fraction(float(x)) == x
     with np.errstate(over="ignore"):
-        return np.float16(float(x))
+        return np.float16(float(x)) + np.float16(0)   # t_fdpa's `+ 0.0`: a zero is +0
 
 
 def oracle(gpu: str, a, b, c, fa: str, fb: str) -> np.ndarray:
@@ -119,11 +119,8 @@ def _c(rng, n: int, kind: str) -> np.ndarray:
 
 
 def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    # +0 and -0 alike: MMA-Sim writes +0 for every zero, fpsim the sign of a
-    # negative sum cut or rounded to zero (the open "zero-sign" difference of
-    # tests/test_mmasim_instructions.py); a sum that is exactly zero is +0 in both
-    g, w = got.view(np.uint16), want.view(np.uint16)
-    return (g == w) | ((g & 0x7FFF) == 0) & ((w & 0x7FFF) == 0)
+    """The same bits (a zero's sign included: every zero is +0)."""
+    return got.view(np.uint16) == want.view(np.uint16)
 
 
 @pytest.mark.parametrize("gpu", sorted(RULES))

@@ -487,3 +487,51 @@ def test_mmasim_cdna3_writes_another_nan_than_fpsims_documented_one():
     theirs = [x & 0xFFFFFFFF for x in _mmasim_codes(torch, op, unit, a, b, c)]
     assert theirs == [0x7FFFFFFF] * len(labels)
     assert _codes(unit(a, b, c)) == [QUIET["fp32"]] * len(labels)
+
+
+# -- the sign of a zero (MMAParams.zero_sign) ---------------------------------------------------
+
+def test_every_zero_an_nvidia_unit_writes_is_positive():
+    """A negative product that the output rounds to zero: +0 on NVIDIA (as
+    MMA-Sim 2.1.1's t_fdpa, `+ 0.0`), -0 under IEEE's rule (AMD's units,
+    and an NVIDIA row given zero_sign="ieee").  Hand rows: -(2^-24 x 2^-24)
+    = -2^-48 is below half of FP16's smallest subnormal 2^-24;
+    -(2^-133 x 2^-20) = -2^-153, below half of FP32's 2^-149 and above
+    Hopper's grid floor 2^(-133-25); E5M2's -(2^-16 x 2^-16) = -2^-32."""
+    from fpsim.mma.model import MMAModel
+
+    cases = [("h100", "fp16", "fp16", 2.0 ** -24, 2.0 ** -24),
+             ("a100", "fp16", "fp16", 2.0 ** -24, 2.0 ** -24),
+             ("v100", "fp16", "fp16", 2.0 ** -24, 2.0 ** -24),
+             ("h100", "bf16", "fp32", 2.0 ** -133, 2.0 ** -20),
+             ("ada", "e5m2", "fp16", 2.0 ** -16, 2.0 ** -16)]
+    for gpu, fin, fout, x, y in cases:
+        unit = mma.preset(gpu, fin, out=fout)
+        k = unit.issue_k
+        f = fpsim.format(fin)
+        a, b = np.zeros((2, k)), np.zeros((2, k))
+        a[:, -1], b[:, -1] = -x, y                    # the last block's product
+        a[1, 0], b[1, 0] = 1.0, 1.0                   # row 1: 1 - 1 + the tiny one
+        a[1, 1], b[1, 1] = -1.0, 1.0
+        ac, bc = array.encode(a, f), array.encode(b, f)
+        c = np.zeros(2, np.float32 if fout == "fp32" else np.float16)
+        sign = fpsim.format(fout).sign_bit
+        got = np.asarray(unit(ac, bc, c, fmt=fin)).view(f"u{c.itemsize}")
+        assert got.tolist() == [0, 0], (gpu, fin, fout, got)
+        ieee = MMAModel(unit.params.replace(zero_sign="ieee"))
+        got = np.asarray(ieee(ac, bc, c, fmt=fin)).view(f"u{c.itemsize}")
+        assert int(got[0]) == sign, (gpu, fin, fout, got)   # -0: the exact sum's sign
+    for gpu, fin, fout in mma.presets():
+        p = mma.preset(gpu, fin, out=fout).params
+        assert p.zero_sign == ("positive" if p.nan == "all_ones" else "ieee"), (gpu, fin)
+
+
+def test_the_probe_reads_the_sign_of_a_zero():
+    from fpsim.mma.model import MMAModel
+
+    unit = mma.preset("h100", "fp16", out="fp16")
+    assert mma.probe(unit, "fp16", "fp16").findings["zero_sign"].value == "positive"
+    ieee = MMAModel(unit.params.replace(zero_sign="ieee"))
+    r = mma.probe(ieee, "fp16", "fp16")
+    assert r.findings["zero_sign"].value == "ieee" and r.params.zero_sign == "ieee"
+    assert "h100" not in r.matches

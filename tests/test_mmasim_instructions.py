@@ -586,12 +586,6 @@ class NamedDifference(NamedTuple):
     bound: float = 0.05
 
 
-def _zero_sign(i, a, b, c, got, want) -> np.ndarray:
-    """Both outputs zeros, fpsim's -0 and MMA-Sim's +0."""
-    fo = FORMATS[i.d]
-    return (got.astype(np.int64) == fo.sign) & (want.astype(np.int64) == 0)
-
-
 def _mmasim_exponent(f: Fmt, x: np.ndarray) -> np.ndarray:
     """MMA-Sim's exponent of each value (``frexp_and_normalize``):
     ``floor(log2|x|)``, the format's smallest normal exponent for a
@@ -624,13 +618,6 @@ def _gtr_drops_c(i, a, b, c, got, want) -> np.ndarray:
 
 
 NAMED_DIFFERENCES = (
-    NamedDifference(
-        "zero-sign", "open",
-        "MMA-Sim's t_fdpa (mmasim/arithmetic/fdpa.py) ends in `+ 0.0  # -0.0 to +0.0`: every "
-        "NVIDIA zero result is +0; fpsim gives -0 when a negative nonzero result rounds to zero "
-        "(spec/mma.md, 'The algorithm', Result: only an exact zero is +0).  No recorded GPU row "
-        "has a zero output, so neither is measured: open",
-        lambda i: i.family in NVIDIA, _zero_sign),
     NamedDifference(
         "gtr_fdpa-drops-nan-c", "MMA-Sim",
         "MMA-Sim's gtr_fdpa (fdpa.py, CDNA3 FP8) takes a NaN/Inf c's exponent from torch.frexp "

@@ -33,7 +33,7 @@ from ..formats import BF16, FP16, FP32, Format
 from ..modes import Rounding
 from ..rounding import OVERFLOW
 
-__all__ = ["round_to_output", "narrow_format", "special_codes", "unit_nans"]
+__all__ = ["round_to_output", "narrow_format", "special_codes", "unit_nans", "unit_zeros"]
 
 
 @functools.cache
@@ -135,3 +135,17 @@ def unit_nans(codes: np.ndarray, fmt: Format, nan_code: int) -> np.ndarray:
     if not nan.any():
         return codes
     return np.where(nan, codes.dtype.type(nan_code), codes)
+
+
+def unit_zeros(codes: np.ndarray, fmt: Format, zero_sign: str) -> np.ndarray:
+    """``codes`` with every zero +0 where the unit's ``zero_sign`` is
+    ``"positive"`` (``MMAParams.zero_sign``); as they are under ``"ieee"``.
+
+    >>> from fpsim.formats import FP32
+    >>> unit_zeros(np.uint32([0x80000000, 0x80000001, 0]), FP32, "positive").tolist()
+    [0, 2147483649, 0]
+    """
+    if zero_sign != "positive":
+        return codes
+    return np.where((codes & ~np.array(fmt.sign_bit, codes.dtype)) == 0,
+                    np.zeros((), codes.dtype), codes)

@@ -144,14 +144,60 @@ class WidthAndOrder:
             value = float(_array.decode(np.array([code], np.uint64), fout)[0])
             self.f["nan"] = Finding(None, f"{row} gives {show(value)}, not a NaN", seen)
 
+    def zero_sign_probe(self) -> None:
+        """The sign of a zero the callable writes (``MMAParams.zero_sign``):
+        rows of one negative product (the last, so in a chain the last
+        block's) and ``c = 0``, each product a power of two from the
+        smallest up to a quarter of the output's smallest value, which every
+        rounding sends to zero.  The first the unit keeps through its
+        alignment comes back -0 where the sign is IEEE's (``"ieee"``); +0
+        from every row is ``"positive"`` (or a unit that cuts them all, for
+        which the two are the same)."""
+        fin, fout = self.fin, self.fout
+        lowest = fin.emin - (fin.mantissa_bits if self.caller.subnormals else 0)
+        outs = self.f.get("output_subnormals")
+        top = fout.emin - (fout.mantissa_bits if outs is None or outs.value is not False
+                           else 0) - 2
+        exps = list(range(2 * lowest, min(top, 2 * fin.emax) + 1))
+        if not exps:
+            return
+        n = len(exps)
+        a, b, c = np.zeros((n, self.width)), np.zeros((n, self.width)), np.zeros(n)
+        for r, e in enumerate(exps):
+            ex = max(lowest, e - fin.emax)
+            a[r, -1], b[r, -1] = -math.ldexp(1.0, ex), math.ldexp(1.0, e - ex)
+        try:
+            codes = self.caller.call_codes(a, b, c, "zero sign")
+        except ProbeError:
+            return
+        digits = (fout.width + 3) // 4
+        minus = [e for e, code in zip(exps, codes) if int(code) == fout.sign_bit]
+        plus = [e for e, code in zip(exps, codes) if int(code) == 0]
+        if minus:
+            e = minus[0]
+            seen = [{"input": f"p{self.width - 1}=-2^{e}, c=0",
+                     "output": f"0x{fout.sign_bit:0{digits}x}"}]
+            self.f["zero_sign"] = Finding("ieee", f"-2^{e} alone, c=0, gives -0", seen)
+        elif len(plus) == n:
+            seen = [{"input": f"p{self.width - 1}=-2^{exps[-1]}, c=0", "output": "0x0"}]
+            self.f["zero_sign"] = Finding(
+                "positive", f"-2^e alone, c=0, gives +0 for every e from {exps[0]} to "
+                f"{exps[-1]}", seen)
+
+    def zero_sign_flag(self) -> dict[str, str]:
+        found = self.f.get("zero_sign")
+        return {"zero_sign": found.value} if found is not None and found.value else {}
+
     def nan_rule(self) -> dict[str, str]:
         """``{"nan": rule}`` where :meth:`nan_probe` found one, else ``{}``."""
         found = self.f.get("nan")
         return {"nan": found.value} if found is not None and found.value else {}
 
-    def subnormal_flags(self) -> dict[str, bool]:
+    def subnormal_flags(self) -> dict[str, Any]:
+        """The flags every candidate takes: subnormals, and the zero's sign."""
         return {"input_subnormals": self.f["input_subnormals"].value is not False,
-                "output_subnormals": self.f["output_subnormals"].value is not False}
+                "output_subnormals": self.f["output_subnormals"].value is not False,
+                **self.zero_sign_flag()}
 
     def order_probe(self) -> dict[str, Any]:
         W, fout = self.width, self.fout

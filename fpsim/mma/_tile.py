@@ -63,7 +63,7 @@ from .._machine import rounds_to_nearest, two_sum_error
 from ..formats import FP32, Format
 from ._align import ABSENT, add_two
 from ._align import exponents as _exponents
-from ._finish import narrow_format, round_to_output, special_codes
+from ._finish import narrow_format, round_to_output, special_codes, unit_zeros
 from .model import MMAModel, join_late, pairwise_tree
 from .params import ALIGN_FRACTION_BITS
 
@@ -304,7 +304,7 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
             new = new.astype(_array.code_dtype(out), copy=False)
             if passed.any():
                 new[passed] = _passed(work, cv.reshape(-1), passed)
-            codes = new
+            codes = unit_zeros(new, out, p.zero_sign)
     assert codes is not None
     return codes.reshape(mt, nt)
 

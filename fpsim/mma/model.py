@@ -28,7 +28,7 @@ from ..formats import FP32, Format
 from ..modes import Rounding
 from ..rounding import OVERFLOW, round_exact
 from ._align import ABSENT, add_two, align_terms, cut_normalized, exponents
-from ._finish import narrow_format, round_to_output, special_codes, unit_nans
+from ._finish import narrow_format, round_to_output, special_codes, unit_nans, unit_zeros
 from ._inputs import read_addend, read_inputs
 from .params import ALIGN_FRACTION_BITS, MMAParams
 
@@ -161,7 +161,7 @@ class MMAModel:
             sl = slice(j * p.k, (j + 1) * p.k)
             if codes is not None:  # the previous block's result, an infinity or NaN too
                 C = _array.decode(codes, out)
-            codes = self._block(A[:, sl], B[:, sl], C)
+            codes = unit_zeros(self._block(A[:, sl], B[:, sl], C), out, p.zero_sign)
         assert codes is not None
         return codes.astype(_array.code_dtype(out)).view(dt).reshape(rows)
 

@@ -26,7 +26,8 @@ from ..formats import Format
 from ..formats import format as _lookup
 from ..rounding import nan_code as _default_nan
 
-__all__ = ["MMAParams", "ACCUMULATIONS", "ALIGN_FRACTION_BITS", "NAN_RULES", "nan_code"]
+__all__ = ["MMAParams", "ACCUMULATIONS", "ALIGN_FRACTION_BITS", "NAN_RULES", "ZERO_SIGNS",
+           "nan_code"]
 
 #: The alignment grid's baseline: a significand is held with this many bits
 #: after the binary point of the largest exponent (FP32's 23), before
@@ -40,6 +41,8 @@ ACCUMULATIONS = ("aligned", "odd_even", "pairwise", "exact")
 #: The NaN rules: which code every NaN a unit writes has, in any format
 #: (:func:`nan_code`).
 NAN_RULES = ("all_ones", "quiet")
+#: The values of ``MMAParams.zero_sign``.
+ZERO_SIGNS = ("ieee", "positive")
 
 _FINAL_ROUNDINGS = ("rtz", "rne", "rup", "rdn")
 _ALIGN_ROUNDINGS = ("rtz", "rne", "rup", "rdn")
@@ -195,6 +198,14 @@ class MMAParams:
         FP16 ``0x7E00``, BF16 ``0x7FC0`` (IEEE 754's usual default NaN: the
         AMD presets, not measured on an AMD GPU).  Formats with a single NaN
         (E4M3 ``S.1111.111``, the FNUZ ``0x80``) have it under both rules.
+    zero_sign:
+        The sign of a zero result.  ``"ieee"``: an exact zero sum is +0 (a
+        sum of zeros that are all -0 is -0), and a nonzero result cut or
+        rounded to zero keeps its sign, -0 for a negative one.
+        ``"positive"``: every zero the unit writes is +0, a block's result
+        passed on as the next block's ``c`` included (MMA-Sim 2.1.1's NVIDIA
+        models: ``t_fdpa`` ends in ``+ 0.0``, "-0.0 to +0.0"; every NVIDIA
+        preset; no recorded GPU row has a zero output).
     """
 
     input: str
@@ -219,6 +230,7 @@ class MMAParams:
     input_subnormals: bool = True
     output_subnormals: bool = True
     nan: str = "quiet"
+    zero_sign: str = "ieee"
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -333,6 +345,8 @@ def _check(p: MMAParams) -> None:
             f"got {p.align_rounding!r}")
     if p.nan not in NAN_RULES:
         bad(f"nan must be one of {', '.join(NAN_RULES)}; got {p.nan!r}")
+    if p.zero_sign not in ZERO_SIGNS:
+        bad(f"zero_sign must be one of {', '.join(ZERO_SIGNS)}; got {p.zero_sign!r}")
     if p.c_joins not in ("first", "last"):
         bad(f"c_joins must be 'first' or 'last'; got {p.c_joins!r}")
     aligns = p.accumulation in ("aligned", "odd_even")

@@ -42,7 +42,11 @@ __all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE", "MIXED
 # the host CPU's NaN): docs/mma.rst, "NaN codes".
 _NVIDIA_NAN = "all_ones"
 _AMD_NAN = "quiet"
-_NVIDIA = dict(accumulation="aligned", c_joins="first", rounding="rtz", nan=_NVIDIA_NAN)
+# Every zero an NVIDIA unit writes is +0: MMA-Sim 2.1.1's t_fdpa
+# (mmasim/arithmetic/fdpa.py) ends in `+ 0.0  # -0.0 to +0.0`; no recorded
+# row has a zero output.
+_NVIDIA = dict(accumulation="aligned", c_joins="first", rounding="rtz", nan=_NVIDIA_NAN,
+               zero_sign="positive")
 _CDNA3 = dict(accumulation="aligned", extra_bits=1, c_joins="last", late_extra_bits=7,
               align_rounding="rdn", zero_c_at_emin=True, products_limited=True, rounding="rne",
               nan=_AMD_NAN)

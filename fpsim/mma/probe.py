@@ -313,6 +313,7 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
         self.sanity()
         self.subnormals()
         self.nan_probe()
+        self.zero_sign_probe()
         structure = self.order_probe()
         kind = structure["kind"]
         block = structure["k"]
