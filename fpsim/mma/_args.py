@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array.engine import as_array, format_of_dtype
+from ..array.engine import as_array, check_flag, format_of_dtype
 
 __all__ = ["count", "choice", "flag", "number", "number_array"]
 
@@ -104,10 +104,9 @@ def choice(owner: str, name: str, value: Any, accepted: Iterable[str], *,
 
 
 def flag(owner: str, name: str, value: Any) -> bool:
-    """``value`` as a bool if it is True or False (numpy's too)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{owner}: {name} must be True or False, got {_given(value)}")
-    return bool(value)
+    """``value`` as a bool if it is True or False (numpy's too): the array
+    engine's rule (:func:`fpsim.array.engine.check_flag`), named by its owner."""
+    return check_flag(f"{owner}: {name}", value)
 
 
 def _real(value: Any) -> bool:

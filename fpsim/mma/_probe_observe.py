@@ -8,7 +8,7 @@ from typing import Any
 from ..formats import Format
 from .params import MMAParams
 
-__all__ = ["observable", "zero_sign_row"]
+__all__ = ["observable", "zero_sign_observable"]
 
 def _c_min_exponent(fout: Format) -> int:
     """Exponent of the smallest nonzero ``c`` as the unit reads it (FP32's
@@ -32,32 +32,23 @@ def _align_floor(p: MMAParams) -> int:
     return max(vis, min(products, c))
 
 
-def zero_sign_row(p: MMAParams) -> tuple[float, float] | None:
-    """Operands ``(x, y)`` whose product ``-x*y``, alone in a row with
-    ``c = 0`` (in the last block of a chain), is a nonzero value the unit
-    keeps through its alignment and then rounds to zero, so that the zero's
-    sign shows ``zero_sign``; None where no such product exists (then
-    ``zero_sign`` is not observable).  Looked for only where ``c`` joins
+def zero_sign_observable(p: MMAParams) -> bool:
+    """Whether a row can show ``zero_sign``: one negative product (alone,
+    ``c = 0``, in the last block of a chain) that the unit keeps through its
+    alignment and then rounds to zero.  Looked for only where ``c`` joins
     first in an aligned sum (the probe's zero-sign rows are of this kind)."""
     if p.accumulation != "aligned" or p.c_joins != "first":
-        return None
-    fa, fb, fout = p.input_format, p.input_b_format, p.output_format
+        return False
 
     def lowest(f: Format) -> int:
         return f.emin - (f.mantissa_bits if p.input_subnormals else 0)
 
-    j = lowest(fa) + lowest(fb)   # the smallest product's exponent
+    j = lowest(p.input_format) + lowest(p.input_b_format)   # the smallest product's exponent
     if p.min_align_exponent is not None:
         j = max(j, p.min_align_exponent - p.fraction_bits)   # kept by the grid
     # rounds to zero by every rounding: below half the smallest output value
-    zero = fout.emin - (fout.mantissa_bits if p.output_subnormals else 0) - 2
-    if j > zero:
-        return None
-    ea = max(lowest(fa), j - fb.emax)
-    eb = j - ea
-    if not lowest(fb) <= eb <= fb.emax:
-        return None
-    return 2.0 ** ea, 2.0 ** eb
+    fout = p.output_format
+    return j <= fout.emin - (fout.mantissa_bits if p.output_subnormals else 0) - 2
 
 
 def observable(params: MMAParams) -> dict[str, Any]:
@@ -88,7 +79,7 @@ def observable(params: MMAParams) -> dict[str, Any]:
       way).
     * ``result_bits``: ``None`` when it is the output's own width.
     * ``zero_sign``: only where a nonzero sum can round to zero
-      (``zero_sign_row`` in this module).
+      (``zero_sign_observable`` in this module).
 
     ``nan`` is always observable (``inf × 0``, or a NaN operand, gives it).
 
@@ -129,7 +120,7 @@ def observable(params: MMAParams) -> dict[str, Any]:
     if p.accumulation != "pairwise":
         r = p.result_bits
         out["result_bits"] = None if r is None or r >= fout.mantissa_bits else r
-    if zero_sign_row(p) is not None:
+    if zero_sign_observable(p):
         out["zero_sign"] = p.zero_sign
     return out
 

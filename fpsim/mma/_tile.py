@@ -60,7 +60,7 @@ import numpy as np
 
 from .. import array as _array
 from .._machine import rounds_to_nearest, two_sum_error
-from ..formats import FP32, Format
+from ..formats import Format
 from ._align import ABSENT, add_two
 from ._align import exponents as _exponents
 from ._finish import narrow_format, round_to_output, special_codes, unit_zeros
@@ -76,7 +76,6 @@ _ZERO_EXP = -(1 << 14)
 # Below every real product's exponent (at least 2 * -149 - 2); a scale by
 # 2**(F - _FAR_BELOW) is still finite.
 _FAR_BELOW = -900
-_C_EMIN = FP32.emin
 I64 = np.int64
 
 

@@ -454,8 +454,7 @@ def block_specials(p: MMAParams, A: np.ndarray, B: np.ndarray,
 
     >>> import numpy as np
     >>> from fpsim.mma import MMAParams
-    >>> p = MMAParams("bf16", "fp32", k=2, accumulation="pairwise", extra_bits=None,
-    ...               c_joins="last", products_limited=True)
+    >>> p = MMAParams("bf16", "fp32", k=2, products_limited=True)
     >>> A = np.array([[2.0**127, 1.0], [2.0**127, -np.inf], [1.0, 1.0]])
     >>> B = np.array([[2.0, 1.0], [2.0, 1.0], [1.0, 1.0]])
     >>> special, codes = block_specials(p, A, B, np.array([0.0, 0.0, -np.inf]))

@@ -79,7 +79,7 @@ def load(path: str, spec: dict[str, Any], chunks: int,
     candidate's code included), a file when the candidate has no identity,
     or one that does not add up, is an error naming the file, never silently
     restarted, mixed or believed."""
-    if not os.path.exists(path):  # (a dangling symlink too: save() replaces it)
+    if not os.path.exists(path):  # (a dangling symlink too: save() writes the file it points to)
         return None
     if spec.get("candidate_code") is None:
         raise ValueError(f"progress file {path}: the candidate {spec.get('candidate')!r} "

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import mmap
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -203,8 +204,6 @@ def _as_array(x: Any, name: str) -> np.ndarray:
 
 def _file_backed(a: np.ndarray) -> bool:
     """Whether ``a`` is (a view of) a memory-mapped file."""
-    import mmap
-
     base: Any = a
     while base is not None:
         if isinstance(base, (np.memmap, mmap.mmap)):
