@@ -303,9 +303,10 @@ def chain_tile(model: MMAModel, A: np.ndarray, EA: np.ndarray, B: np.ndarray,
             new = new.astype(_array.code_dtype(out), copy=False)
             if passed.any():
                 new[passed] = _passed(work, cv.reshape(-1), passed)
-            codes = unit_zeros(new, out, p.zero_sign)
+            codes = new
     assert codes is not None
-    return codes.reshape(mt, nt)
+    # once, at the end (as the row model: a -0 c is a zero term)
+    return unit_zeros(codes, out, p.zero_sign).reshape(mt, nt)
 
 
 def _passed(work: _Block, cv: np.ndarray, passed: np.ndarray) -> np.ndarray:

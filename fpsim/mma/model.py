@@ -161,8 +161,11 @@ class MMAModel:
             sl = slice(j * p.k, (j + 1) * p.k)
             if codes is not None:  # the previous block's result, an infinity or NaN too
                 C = _array.decode(codes, out)
-            codes = unit_zeros(self._block(A[:, sl], B[:, sl], C), out, p.zero_sign)
+            codes = self._block(A[:, sl], B[:, sl], C)
         assert codes is not None
+        # once, on the last block's codes: an earlier block's -0, as the next
+        # c, is a zero term, and a zero result it leads to is made +0 here
+        codes = unit_zeros(codes, out, p.zero_sign)
         return codes.astype(_array.code_dtype(out)).view(dt).reshape(rows)
 
     def _label(self) -> str:
