@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "float16_casts_are_ieee",
+__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "float64_ops_are_ieee", "float16_casts_are_ieee",
            "two_sum_error", "reduces_in_order"]
 
 # Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,
@@ -67,6 +67,36 @@ def float32_adds_are_ieee() -> bool:
                     and -one - _HALF_ULP == -one
                     and np.float32(1.5) * _MIN - _MIN == np.float32(2.0**-127)  # no FTZ
                     and np.float32(2.0**-149) + np.float32(0.0) != 0)        # no DAZ
+
+
+# float64 operations whose IEEE results are known by hand: ties to even in
+# a sum (1 + 2**-53 -> 1; (1 + 2**-52) + 2**-53 -> 1 + 2**-51) and in a
+# product (3 × RN(1/3) = 1 - 2**-54 -> 1), a product just above a point
+# ((1 + 2**-52)**2 = 1 + 2**-51 + 2**-104 -> down), a quotient and square
+# roots (1/3, sqrt(2) and its square, known to the last bit), subnormal
+# results kept (no FTZ: 1.5 * 2**-1022 - 2**-1022) and subnormal operands
+# read (no DAZ: 2**-1074 + 0).
+_ONE = np.ones(4)
+
+
+def float64_ops_are_ieee() -> bool:
+    """Whether numpy's float64 add, multiply, divide and square root here
+    round to nearest, ties to even, with subnormal results and operands kept
+    (the unit's defaults; a library loaded into the process may have
+    changed them).  Checked on short arrays, the vector loops' path."""
+    one = _ONE
+    with np.errstate(all="ignore"):
+        tiny = np.full(4, 2.0**-1022)
+        return bool((one + 2.0**-53 == 1.0).all()
+                    and ((one + 2.0**-52) + 2.0**-53 == 1 + 2.0**-51).all()
+                    and (-one - 2.0**-53 == -1.0).all()
+                    and ((one + 2.0**-52) * (one + 2.0**-52) == 1 + 2.0**-51).all()
+                    and ((one * 3) * (one / 3) == 1.0).all()
+                    and (one / 3 == 0.333333333333333314829616256247).all()
+                    and (np.sqrt(one * 2) == 1.4142135623730951).all()
+                    and (np.sqrt(one * 2) * np.sqrt(one * 2) == 2.0000000000000004).all()
+                    and (tiny * 1.5 - tiny == 2.0**-1023).all()
+                    and (np.full(4, 2.0**-1074) + 0.0 != 0).all())
 
 
 def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray,

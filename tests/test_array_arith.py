@@ -1146,15 +1146,21 @@ def test_codes_out_of_range():
                 getattr(array, op)(bad, *[ok] * (arity - 1), fmt=fmt)
 
 
-def test_float64_operands_and_formats_wider_than_32_bits():
+def test_float64_operands_compute_and_formats_wider_than_fp64_are_refused():
     f64 = np.array([1.0, 2.0])
+    numpy_ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+                 "sqrt": np.sqrt, "fma": lambda x, y, z: x * y + z, "eq": np.equal,
+                 "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                 "ge": np.greater_equal, "unordered": lambda x, y: np.isnan(x) | np.isnan(y)}
     for op, arity in every_function():
-        with pytest.raises(ValueError, match="32 bits"):
-            getattr(array, op)(*[f64] * arity)
-        with pytest.raises(ValueError, match="32 bits"):
-            getattr(array, op)(*[np.array([0x3FF0000000000000], np.uint64)] * arity, fmt=FP64)
-    wide = fpsim.Format("e8m30", 8, 30, 127)
-    with pytest.raises(ValueError, match="32 bits"):
+        got = getattr(array, op)(*[f64] * arity)
+        assert got.tolist() == numpy_ops[op](*[f64] * arity).tolist(), op
+        codes = getattr(array, op)(*[np.array([0x3FF0000000000000], np.uint64)] * arity,
+                                   fmt=FP64)
+        assert codes.dtype in (np.uint64, np.bool_), op
+    # 11 exponent bits and 60 fraction bits: a precision of 61, beyond FP64's
+    wide = fpsim.Format("e11m60", 11, 60, 1023)
+    with pytest.raises(ValueError, match="up to 64 bits of precision up to 53"):
         array.add(np.array([0], np.uint64), np.array([0], np.uint64), fmt=wide)
 
 

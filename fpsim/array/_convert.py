@@ -126,7 +126,7 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
            src: Format | str | None = None, random_bits: Any = None, rng: Any = None,
            return_flags: bool = False, chunk_size: int = DEFAULT_CHUNK,
            workers: int | None = None, **overrides: Any) -> Any:
-    """Round an array into ``fmt`` and return the codes (uint8/16/32).
+    """Round an array into ``fmt`` and return the codes (uint8/16/32/64).
 
     ``values`` is any array numpy can view (``np.asarray``): float16,
     float32, float64, bfloat16 or float8 values, or integer codes with
@@ -154,9 +154,10 @@ def encode(values: Any, fmt: Format | str, ctx: Context | None = None, *,
     """
     _threads.check_workers("encode", workers)
     fmt = _lookup(fmt)
-    if fmt.width > 32:
-        raise ValueError(f"array encode supports formats up to 32 bits; {fmt.name} is "
-                         f"{fmt.width} (use the scalar model)")
+    if fmt.width > 64 or fmt.precision > 53:
+        raise ValueError(f"array encode supports formats up to 64 bits of precision up to 53 "
+                         f"(FP64); {fmt.name} is {fmt.width} bits of precision "
+                         f"{fmt.precision} (use the scalar model)")
     ctx, key = resolve(ctx, overrides)
     a = as_array(values)
     source = _source_format(a, src)

@@ -217,6 +217,16 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
     emin, subnormals, negative_zero, qmin, parity_base = general
     offset = base - (qmin << m)  # codes as (q - qmin) << m + kept - offset: no negative lanes
     e = exp + bit_length(sig) - 1
+    high = e > fmt.emax + 1
+    if high.any():
+        # Every value of 2**(emax + 1) or more overflows alike in every mode;
+        # as that power of two its code below stays within int64 (FP64's
+        # products reach 2**2047, whose code would not).
+        sig = np.where(high, U64(1 << 61), sig)
+        exp = np.where(high, fmt.emax + 1 - 61, exp)
+        e = np.where(high, fmt.emax + 1, e)
+        if sticky is not None:
+            sticky = sticky & ~high
     low = e < emin
     any_low = bool(low.any())  # otherwise nothing is tiny: the steps below are skipped
     q = np.where(low, qmin, e - m) if subnormals and any_low else e - m

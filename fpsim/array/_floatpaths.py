@@ -1,0 +1,404 @@
+"""The array arithmetic's paths through binary floating point: a table of
+every operand pair (formats of at most 8 bits), float32/float64 results
+with their exact errors rounded through the proxy table or FP32's bit
+rounding, FP16's and BF16's float32 arithmetic rounded by integer
+operations (:func:`_bits_op`), and FP64's own float64 arithmetic
+(:mod:`fpsim.array._fp64`).  Each serves the lanes it can prove and gives
+the rest to the integer path (:mod:`fpsim.array._chunks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import _machine
+from .._scratch import scratch
+from ..formats import FP32, FP64, Format
+from ..modes import Rounding
+from . import _fp64
+from . import _native as native
+from ._chunks import _BINARY, _CHUNK_OPS, _wide
+from ._convert import (
+    BIT_MODES,
+    _lookup_table,
+    decode,
+    round_fp32_bits,
+    round_fp64_to_fp32,
+    rounds_by_bits,
+)
+from ._kernel import U64, fields
+from ._proxy import nudge_toward, proxy_for, proxy_index
+from ._tables import cached
+
+
+def _table_op(op: str, fmt: Format, key: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """For a binary operation on an 8-bit format in a deterministic mode,
+    the result and flags of all 65,536 operand pairs, computed once by the
+    vectorized path; the operation is then one lookup."""
+    if fmt.width > 8 or op not in _BINARY:
+        return None
+    table = cached(("pairs", op, fmt, key), fmt, 1 << 16,
+                   lambda pairs: _CHUNK_OPS[op](fmt, [pairs >> U64(8), pairs & U64(0xFF)],
+                                                key, None))
+    if table is None:
+        return None  # some pair has no result (a NaN in a format without NaN)
+    return lambda cs, rand: table.lookup((cs[0].astype(np.uint16) << np.uint16(8)) | cs[1])
+
+
+def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int,
+              return_flags: bool = True) -> Callable[..., Any] | None:
+    """add, sub, mul and div in a deterministic mode through binary floating
+    point: products of the format's values are exact in float32 or float64,
+    sums are exact with TwoSum's error term, and quotients with their exact
+    remainder (:func:`_float_result`); the error decides the sticky bit.
+    Formats of at most 16 bits then round through the proxy table of
+    :mod:`fpsim.array._proxy`, flags included (arrays large enough to pay
+    for it); FP32 rounds the float64 bits and sticky bit as
+    :func:`fpsim.array.encode` does (:func:`round_fp64_to_fp32`).  Elements
+    with a NaN result, an infinite result of finite operands, an exact zero
+    sum (whose sign IEEE fixes by the mode) or an intermediate the proxy
+    leaves unsure take the integer path.  FP16's and BF16's add, sub and
+    mul round the float32 result by integer operations instead
+    (:func:`_bits_op`).  FP64 computes in float64 itself, every lane proven
+    by its exact error (:mod:`fpsim.array._fp64`; sqrt too)."""
+    if fmt == FP64:
+        if not _machine.float64_ops_are_ieee():
+            return None
+        return _fp64.fast_op(op, key, _CHUNK_OPS[op], return_flags)
+    if rounds_by_bits(fmt):
+        compute = _bits_op(op, fmt, key, lambda: _proxy_op(op, fmt, key, size))
+        if compute is not None:
+            return compute
+    return _proxy_op(op, fmt, key, size)
+
+
+def _proxy_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
+              ) -> Callable[..., Any] | None:
+    """:func:`_float_op` through the proxy table (formats of at most 16
+    bits) or FP32's rounding of float64 bits."""
+    if op == "fma":
+        # FP32 only: a product of two FP32 values (48 bits, within 2**±298)
+        # is exact in float64, so fma is the float64 sum of that product and
+        # c, whose TwoSum error decides the sticky bit as for add.  (A
+        # declared GEMM accumulates exact products of BF16 or FP32 inputs by
+        # FP32 fmas: this is their path.)
+        work = (np.float64, FP64) if fmt == FP32 else None
+    elif op in ("add", "sub", "mul", "div"):
+        work = _exact_float(op, fmt)
+    else:
+        return None
+    if work is None:
+        return None
+    dtype, source = work
+    if fmt.width <= 16:
+        proxy = proxy_for(fmt)
+        if proxy is None or size < (1 << 15):
+            return None
+        table = _lookup_table(fmt, proxy, (*key[:3], False, *key[4:]))
+        if table is None:
+            return None
+        values = _float_values(fmt, key[3], dtype)
+        operand = lambda c: np.take(values, c)  # noqa: E731
+
+        def rounded(bits: np.ndarray, sticky: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            index, unsure = proxy_index(bits, source, proxy, False)
+            if sticky is not None:
+                index |= sticky
+            return (*table.lookup(index), unsure)
+    elif fmt == FP32 and dtype is np.float64:
+        operand = lambda c: _fp32_values(c, key[3])  # noqa: E731
+        machine = native.usable(key)
+
+        def rounded(bits: np.ndarray, sticky: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # NaN lanes are redone: they take no time converting their NaN here.
+            np.copyto(bits, U64(0), where=(bits & U64(FP64.magnitude_mask)) > U64(FP64.inf_code))
+            codes, flags = round_fp64_to_fp32(bits.view(dtype), sticky, key, machine)
+            return codes, flags, np.zeros(bits.shape, bool)
+    else:
+        return None
+    chunk_op = _CHUNK_OPS[op]
+
+    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(all="ignore"):  # NaN and inf lanes are redone below
+            xs = [operand(c) for c in cs]
+            if op == "fma":  # the exact product, then the sum with c
+                s, bits, sticky = _float_result("add", xs[0] * xs[1], xs[2])
+            else:
+                s, bits, sticky = _float_result(op, *xs)
+        # An infinite operand gives an infinite s, which converts as the
+        # scalar model delivers an infinite operand's result; NaN results
+        # (NaN operands, inf - inf, 0 × inf) and infinities from finite
+        # operands (overflow of the working type) are redone, and so are
+        # exact zeros of sums (whose sign IEEE fixes by the operands and mode).
+        redo = np.isnan(s)
+        overflowed = np.isinf(s)
+        if overflowed.any():
+            redo |= overflowed & np.logical_and.reduce([np.isfinite(x) for x in xs])
+        if op != "mul":
+            redo |= s == 0
+        codes, flags, unsure = rounded(bits, sticky)
+        redo |= unsure
+        if redo.any():
+            i = np.flatnonzero(redo)
+            codes[i], flags[i] = chunk_op(fmt, _wide([c[i] for c in cs]), key, None)
+        return codes, flags
+
+    return compute
+
+
+_U32 = np.uint32
+_SIGN = _U32(1 << 31)
+
+
+def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
+             fallback: Callable[[], Callable[..., Any] | None]
+             ) -> Callable[..., Any] | None:
+    """add, sub and mul of a 16-bit format such as FP16 or BF16
+    (:func:`fpsim.array._convert.rounds_by_bits`) in a deterministic mode,
+    without a table of results: the operands are float32 values (a BF16
+    code is the top half of its value's float32 code: a shift; FP16 by a
+    table of its 65,536 values), a sum is known exactly as the float32 sum
+    and its TwoSum error, and a product of two (at most 2 × 11 significant
+    bits) is exact in float32's normal range.  The exact result, as its
+    float32 round-to-odd proxy (:mod:`fpsim.array._proxy`), rounds into
+    the format by :func:`fpsim.array._convert.round_fp32_bits`.
+
+    That serves every lane whose result is a normal number or overflows;
+    and exact zeros and subnormals, except where a setting changes them:
+    FTZ flushes subnormals, toward -inf an exact zero sum takes IEEE's sign
+    (the OR of the terms' signs, set here), and a BF16 product below
+    2**-126 may have been rounded by float32 (zeros of a zero operand
+    excepted).  A sum below the smallest normal is exact (a multiple of the
+    smallest subnormal: in float32 and in the format).  The integer path
+    redoes the rest: infinities, NaNs, sums beyond float32's range.  The
+    machine's float32 arithmetic must be IEEE's default (checked once per
+    call).
+
+    A chunk of products of which more than an eighth fall below the normal
+    range (each then rounded lane by lane; judged on every 16th lane, before
+    the chunk is decoded) goes to ``fallback()``'s path instead, the proxy
+    table, which costs the same for every lane."""
+    mode, saturate, ftz, daz = key[:4]
+    if op not in ("add", "sub", "mul") or mode not in BIT_MODES:
+        return None
+    if not native.float32_adds_are_ieee():
+        return None
+    # BF16 is float32 cut short: its float32 code is its own shifted by 16.
+    shift_only = fmt.exponent_bits == FP32.exponent_bits and fmt.bias == FP32.bias and not daz
+    values = None if shift_only else _float_values(fmt, daz, np.float32)
+    chunk_op = _CHUNK_OPS[op]
+    exact_products = _exact_float("mul", fmt) == (np.float32, FP32)
+    if op == "mul":
+        keep_zero = keep_subnormal = exact_products
+    else:
+        keep_zero = mode is not Rounding.RDN
+        keep_subnormal = True
+    keep_subnormal &= not ftz
+    tiny_limit = np.float32(2.0 ** fmt.emin)
+    proxy: list[Any] = []  # the fallback's compute, made on first need
+    inf_positive = np.uint16(fmt.inf_code)
+    inf_negative = np.uint16(fmt.sign_bit | fmt.inf_code)
+
+    def mostly_tiny(a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether more than an eighth of the products of a sample of the
+        lanes fall below the normal range (the chunk then takes the proxy
+        table, which costs the same for every lane; a wrong guess costs
+        time, never bits)."""
+        if values is None:
+            x = (a.astype(_U32) << _U32(16)).view(np.float32)
+            y = (b.astype(_U32) << _U32(16)).view(np.float32)
+        else:
+            x, y = np.take(values, a), np.take(values, b)
+        with np.errstate(all="ignore"):
+            return np.count_nonzero(np.abs(x * y) < tiny_limit) * 8 > a.size
+
+    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        a, b = cs
+        n = a.shape[0]
+        if op == "mul" and n >= 1 << 12 and mostly_tiny(a[::16], b[::16]):
+            other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
+            if other is not None:
+                return other(cs, rand)
+        xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
+        x, y, s, e, t = (v.view(np.float32) for v in (xb, yb, sb, eb, tb))
+        for codes, dst in ((a, xb), (b, yb)):
+            if values is None:
+                np.copyto(dst, codes)
+                dst <<= _U32(16)
+            else:  # (with DAZ subnormals are zeros of their sign in the table)
+                np.take(values, codes, out=dst.view(np.float32))
+        finite = None
+        with np.errstate(all="ignore"):  # infinities and NaNs are redone
+            if op == "mul":
+                np.multiply(x, y, out=s)
+                bits = sb
+            else:
+                _two_sum(op, x, y, s, e, t)
+                # An infinite sum's error is NaN, which the proxy does not
+                # carry: every lane whose float32 sum is not finite is redone.
+                finite, = scratch("16-bit op finite", n, bool)
+                np.isfinite(s, out=finite)
+                bits = _odd_proxy(sb, eb, tb)
+        codes, flags, redo = round_fp32_bits(bits, fmt, mode, saturate, keep_zero,
+                                             keep_subnormal)
+        sign = np.uint16(fmt.sign_bit)
+        if op == "mul" and redo.size and not keep_zero:
+            # A zero operand gives an exact zero of the right sign (0 × inf
+            # is NaN, not zero).
+            zero = (s[redo] == 0) & ((x[redo] == 0) | (y[redo] == 0))
+            redo = redo[~zero]
+        elif op != "mul" and redo.size and not keep_zero:
+            # Toward -inf an exact zero sum is -0 unless both terms are +0
+            # (IEEE 754 §6.3): its sign is the OR of theirs.  (The proxy
+            # leaves exact lanes as they were: s == 0 is an exact zero.)
+            zero = redo[s[redo] == 0]
+            second = b[zero] ^ sign if op == "sub" else b[zero]
+            codes[zero] = (a[zero] | second) & sign
+            flags[zero] = 0
+            redo = redo[s[redo] != 0]
+        if finite is not None and not finite.all():
+            np.logical_not(finite, out=finite)  # (a mask, not a sort of indices)
+            finite[redo] = True
+            redo = np.flatnonzero(finite)
+        if redo.size and saturate is not True:
+            # An infinite operand and an infinite float32 result (not
+            # inf - inf, not inf * 0, which are NaN): that infinity, exact,
+            # no flag, whatever the mode.
+            xr, yr = x[redo], y[redo]
+            with np.errstate(all="ignore"):  # (s may hold a proxy's bits by now)
+                r = xr * yr if op == "mul" else (xr + yr if op == "add" else xr - yr)
+            infinite = np.isinf(r) & (np.isinf(xr) | np.isinf(yr))
+            if infinite.any():
+                j = redo[infinite]
+                codes[j] = np.where(r[infinite] < 0, inf_negative, inf_positive)
+                flags[j] = 0
+                redo = redo[~infinite]
+        if redo.size:
+            codes[redo], flags[redo] = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
+        return codes, flags
+
+    return compute
+
+
+def _two_sum(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.ndarray,
+             t: np.ndarray) -> None:
+    """``s = x ± y`` rounded to nearest and ``e`` its exact error, so that
+    ``s + e == x ± y`` (TwoSum, Knuth; ``x - y`` as TwoSum of ``x`` and
+    ``-y``, with the negation folded in); ``t`` is work space."""
+    if op == "add":
+        np.add(x, y, out=s)
+    else:
+        np.subtract(x, y, out=s)
+    np.subtract(s, x, out=e)        # yv: the part of s that y (or -y) gave
+    np.subtract(s, e, out=t)
+    np.subtract(x, t, out=t)        # x's part that s lost
+    if op == "add":
+        np.subtract(y, e, out=e)    # y's part that s lost
+        np.add(t, e, out=e)
+    else:
+        np.add(y, e, out=e)         # minus (-y)'s part that s lost
+        np.subtract(t, e, out=e)
+
+
+def _odd_proxy(sb: np.ndarray, eb: np.ndarray, tb: np.ndarray) -> np.ndarray:
+    """The float32 codes of the round-to-odd of ``s + e`` (uint32 codes of a
+    finite float32 sum ``s`` and its exact error ``e``, ``|e| <= ulp(s)/2``),
+    in ``sb``: ``s`` where ``e`` is zero, else the one of ``s`` and its
+    neighbour toward ``e`` that has its last bit set.  ``tb`` is work space."""
+    # sticky: 1 where e is nonzero (its magnitude bits, plus 0x7fffffff,
+    # carry into the top bit).
+    np.bitwise_and(eb, ~_SIGN, out=tb)
+    tb += ~_SIGN
+    tb >>= _U32(31)
+    # toward zero: e's sign differs from s's (and e is nonzero): one code down.
+    eb ^= sb
+    eb >>= _U32(31)
+    eb &= tb
+    sb -= eb
+    sb |= tb
+    return sb
+
+
+def _fp32_values(codes: np.ndarray, daz: bool) -> np.ndarray:
+    """FP32 codes (uint32) as float64 values, exact (subnormals as zeros of
+    their sign under DAZ)."""
+    x = codes.view(np.float32).astype(np.float64)
+    if daz:
+        np.copyto(x, x * 0.0, where=np.abs(x) < float(FP32.min_normal))
+    return x
+
+
+def _exact_float(op: str, fmt: Format) -> tuple[type, Format] | None:
+    """The binary type (float32, else float64) that holds every value of
+    ``fmt`` and, for ``mul``, every product exactly (2p bits, in its normal
+    range), with the matching source format; None if neither does.  Sums
+    need no more: TwoSum's error term is exact (an overflowing sum is redone)."""
+    p, lo, hi = fmt.precision, fmt.emin - fmt.mantissa_bits, fmt.emax + 1
+    if op == "div":
+        # float64 only, and divisors of at most 26 bits (the remainder's
+        # products are exact); quotients and remainders of such formats stay
+        # far inside float64's normal range.
+        ok = p <= 26 and lo >= -600 and hi <= 600
+        return (np.float64, FP64) if ok else None
+    for dtype, source in ((np.float32, FP32), (np.float64, FP64)):
+        if p > source.precision or lo < source.emin - source.mantissa_bits or hi > source.emax:
+            continue  # the values themselves do not fit
+        if op != "mul" or (2 * p <= source.precision and 2 * lo >= source.emin
+                           and 2 * hi <= source.emax):
+            return dtype, source
+    return None
+
+
+def _float_result(op: str, x: np.ndarray, y: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The binary result, bits whose round-to-odd is the exact result's, and
+    the sticky bit the rounding lost (None where exact)."""
+    unsigned = f"u{x.dtype.itemsize}"
+    if op == "mul":
+        s = x * y
+        return s, s.view(unsigned), None
+    if op == "div":
+        # The quotient rounded to float64, and the sign of the exact
+        # remainder x - q*y, computed without error: q split into halves of
+        # 26 and 27 bits (Veltkamp), whose products with y (at most 26 bits,
+        # see _exact_float) are exact, and the differences are exact too
+        # (each is a multiple of the smaller products' last place and
+        # smaller than the previous term).  x/y = q + (x - q*y)/y.
+        s = x / y
+        c = s * 134217729.0  # 2**27 + 1
+        high = c - (c - s)
+        low = s - high
+        rem = (x - high * y) - low * y
+        bits, sticky = nudge_toward(s.view(unsigned), rem * y)
+        return s, bits, sticky
+    if op == "sub":
+        y = np.negative(y, out=y)
+    s = x + y
+    # TwoSum (Knuth): s + err == x + y exactly.
+    yv = s - x
+    err = (x - (s - yv)) + (y - yv)
+    bits, sticky = nudge_toward(s.view(unsigned), err)
+    return s, bits, sticky
+
+
+_FLOAT_VALUES: dict[tuple[Format, bool, type], np.ndarray] = {}
+
+
+def _float_values(fmt: Format, daz: bool, dtype: type) -> np.ndarray:
+    """Every code's value as ``dtype`` (exact; subnormals as zeros of their
+    sign under DAZ)."""
+    k = (fmt, daz, dtype)
+    if k not in _FLOAT_VALUES:
+        codes = np.arange(1 << fmt.width, dtype=U64)
+        values = decode(codes, fmt)
+        if daz:
+            subnormal = (fields(fmt, codes)[3] < U64(1 << fmt.mantissa_bits)) & (values != 0)
+            values[subnormal] = np.copysign(0.0, values[subnormal])
+        with np.errstate(invalid="ignore"):  # signaling NaNs (their lanes are redone)
+            _FLOAT_VALUES[k] = values.astype(dtype)
+    return _FLOAT_VALUES[k]
