@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -512,14 +513,21 @@ def golden(op: str | Operation, operands: list[np.ndarray], ctx: Context | None 
 
     The array engine (:mod:`fpsim.array`, proven equal to the scalar model)
     computes add, sub, mul, div, mulAdd, sqrt, the comparisons and the
-    conversions between formats up to 32 bits (from up to 64); the scalar
-    model (:mod:`fpsim.arith`, :func:`fpsim.convert`) the rest.
+    conversions between formats of up to 64 bits (FP64 included: ``f64_mul``,
+    ``f64_to_f32``, ``f16_to_f64``, ...); the scalar model
+    (:mod:`fpsim.arith`, :func:`fpsim.convert`) the rest: rem, roundToInt
+    and the conversions from integer formats.  The two give the same codes
+    and flags.
 
     >>> g = golden("f16_add", [np.array([0x3C00]), np.array([0x0001])])
     >>> hex(g.results[0]), hex(g.flags[0])       # 1 + 2**-24 rounds to 1: inexact
     ('0x3c00', '0x1')
     >>> golden("e2m1_div", [np.array([0, 2]), np.array([0, 2])]).defined.tolist()  # 0/0, 1/1
     [False, True]
+    >>> a = np.array([0x3FF0000000000001], dtype=np.uint64)      # 1 + 2**-52, squared
+    >>> g = golden("f64_mul", [a, a], Context(rounding="rup"))
+    >>> hex(g.results[0]), hex(g.flags[0])      # 1 + 2**-51 + 2**-104 rounded up: inexact
+    ('0x3ff0000000000003', '0x1')
     """
     op = operation(op)
     ctx = _context(ctx)
@@ -587,6 +595,12 @@ class Golden(NamedTuple):
     NaN to deliver (its result and flags are then 0)."""
 
 
+def _in_engine(fmt: Format) -> bool:
+    """Whether the array engine computes in ``fmt``: up to 64 bits wide,
+    of precision up to 53 (FP64 and every narrower format)."""
+    return fmt.width <= 64 and fmt.precision <= 53
+
+
 def _array_path(op: Operation) -> Any:
     fmt = op.inputs[0]
     if isinstance(fmt, IntFormat):
@@ -597,17 +611,18 @@ def _array_path(op: Operation) -> Any:
         return [x.astype(dtype(f)) for x in xs]
 
     extra = lambda rand: {} if rand is None else {"random_bits": rand}  # noqa: E731
-    if op.op in _ARRAY_OPS and fmt.width <= 32:
+    if not _in_engine(fmt):
+        return None
+    if op.op in _ARRAY_OPS:
         name = _ARRAY_OPS[op.op]
         return lambda xs, ctx, rand: getattr(_array, name)(
             *typed(xs, fmt), ctx, fmt=fmt, return_flags=True, **extra(rand))
-    if op.op in COMPARISONS and fmt.width <= 32:
+    if op.op in COMPARISONS:
         name = _COMPARE_FN[op.op][1]
         return lambda xs, ctx, rand: getattr(_array, name)(
             *typed(xs, fmt), ctx, fmt=fmt, signaling=COMPARISONS[op.op], return_flags=True)
     dst = op.output
-    if (op.op == "to" and dst is not None and dst.width <= 32 and fmt.width <= 64
-            and fmt.precision <= 53):
+    if op.op == "to" and dst is not None and _in_engine(dst):
         return lambda xs, ctx, rand: _array.convert(
             *typed(xs, fmt), fmt, dst, ctx, return_flags=True, **extra(rand))
     return None
@@ -715,6 +730,7 @@ def generate(op: str | Operation, ctx: Context | None = None, *, level: int = 1,
 # -- verification ------------------------------------------------------------------------------
 
 _is_hex = re.compile(r"[0-9A-Fa-f]+\Z").match
+_is_hex_fields = re.compile(r"[0-9A-Fa-f]+(?:\s+[0-9A-Fa-f]+)*\Z").match
 
 
 class VectorError(ValueError):
@@ -891,6 +907,8 @@ def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None
     if sr:
         limits.append((1 << ctx.sr_bits) - 1)
     out_limit = 1 if op.output is None else (1 << op.output.width) - 1
+    every_limit = [*limits, out_limit, 0x1F]
+    widths = {len(names)} if flags else {len(names), len(names) - 1}
     report = Report(op.name, _settings(ctx, op, exact, nan_exact, flags), _op=op)
     batch: list[tuple[int, str, list[int]]] = []
     for number, text in enumerate(lines, 1):
@@ -904,6 +922,20 @@ def verify(op: str | Operation, lines: Iterable[str], ctx: Context | None = None
         if not stripped or stripped.startswith("#"):
             continue
         cells = stripped.split()
+        if len(cells) in widths and _is_hex_fields(stripped):
+            # The common case, a well-formed line, checked in one pass; any
+            # other line takes the checks below, which name what is wrong.
+            try:
+                values = [int(cell, 16) for cell in cells]
+            except ValueError:
+                pass
+            else:
+                if all(map(operator.le, values, every_limit)):
+                    batch.append((number, stripped, values))
+                    if len(batch) >= chunk_size:
+                        _check(op, ctx, batch, report, nin, exact, nan_exact, flags, offenders)
+                        batch = []
+                    continue
         if len(cells) != len(names) and not (not flags and len(cells) == len(names) - 1):
             expected = (f"{len(names)} ({' '.join(names)})" if flags else
                         f"{len(names) - 1} or {len(names)} ({' '.join(names)}, flags optional "

@@ -427,7 +427,8 @@ def _order(fmt: Format, a: np.ndarray, b: np.ndarray, signaling: bool, daz: bool
         vb = np.where(vb < smallest, 0, vb)
     va = np.where((a & sign) != 0, -va, va)
     vb = np.where((b & sign) != 0, -vb, vb)
-    order = np.sign(va - vb)
+    # (compared, not subtracted: FP64's magnitudes fill 63 bits)
+    order = (va > vb).astype(I64) - (va < vb).astype(I64)
     return np.where(unordered, 2, order), np.where(invalid, INVALID, 0).astype(U8)
 
 

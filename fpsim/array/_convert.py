@@ -359,8 +359,8 @@ _INEXACT = U8(INEXACT)
 
 
 def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: bool,
-                    keep_zero: bool, keep_subnormal: bool
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    keep_zero: bool, keep_subnormal: bool, flags: bool = True
+                    ) -> tuple[np.ndarray, Any, np.ndarray]:
     """Codes (uint16) and flags of the float32 codes ``bits`` (uint32)
     rounded into ``fmt`` (:func:`rounds_by_bits`) by ``mode`` (one of
     :data:`BIT_MODES`), and the indices of the lanes whose code and flags
@@ -376,6 +376,12 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     is -0).  Finite values that overflow get the mode's overflow result
     (``saturate`` as the scalar model reads it).
 
+    ``flags=False`` (a caller that wants no flags per lane): the flags come
+    back as one int, the OR of those of the lanes looked at one by one and
+    settled here (overflow, tiny results); INEXACT of the other lanes is
+    not looked for (the caller's: a lane is inexact where ``bits`` has a
+    bit below the format's last place, or where its float32 value was).
+
     >>> x = np.float32([1 + 2**-8, 1 + 3 * 2**-8, 2**-130, 3.4e38, 1e-45, np.inf])
     >>> codes, flags, redo = round_fp32_bits(x.view(np.uint32), fpsim.BF16, Rounding.RNE,
     ...                                      False, True, True)   # ties, tiny, huge, specials
@@ -386,10 +392,11 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     n = bits.size
     # At most two work arrays, so that a chunk's lanes stay in the cache.
     r, t = scratch("fp32 bits", n, _U32, _U32)
-    flags = np.empty(n, U8)
-    inexact = flags.view(bool)
-    np.left_shift(bits, c.drop, out=r)                         # the dropped bits
-    np.not_equal(r, 0, out=inexact)
+    lane_flags = None
+    if flags:
+        lane_flags = np.empty(n, U8)
+        np.left_shift(bits, c.drop, out=r)                     # the dropped bits
+        np.not_equal(r, 0, out=lane_flags.view(bool))
     src, work = bits, r
     if c.rebias:  # magnitude, rebiased (values below the normal range wrap)
         np.bitwise_and(bits, c.magnitude, out=r)
@@ -438,7 +445,9 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     if n and (np.minimum.reduce(mag) <= c.min_normal or np.maximum.reduce(mag) >= c.inf):
         mag -= c.above_min_normal  # those wrap to above the others
         i = np.flatnonzero(mag >= c.inf - c.above_min_normal)
-    flags *= _INEXACT
+    if lane_flags is not None:
+        lane_flags *= _INEXACT
+    settled = 0
     if i.size:
         # Exact below the normal range: a multiple of the smallest subnormal
         # (a round-to-odd proxy there never is: its last place is finer).
@@ -454,12 +463,12 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
             over = (v >= 1) & (v < np.inf) & (mag[i] + c.above_min_normal >= c.inf)
         kept = exact & np.where(units == 0, keep_zero, keep_subnormal)
         codes[i[kept]] = sign[kept] | units[kept].astype(_U32)
-        flags[i[kept]] = 0
+        fi = np.zeros(i.size, U8)                              # the flags of the lanes done
         if over.any():
             j = i[over]
             codes[j] = np.where(sign[over] != 0, _overflow(fmt, True, mode, saturate),
                                 _overflow(fmt, False, mode, saturate))
-            flags[j] = OVERFLOW | INEXACT
+            fi[over] = OVERFLOW | INEXACT
         done = kept | over
         if keep_subnormal:
             # Inexact below the normal range, the bits trusted there (an
@@ -476,10 +485,14 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
                 below = q < (1 << m)
                 t = np.flatnonzero(tiny)[below]
                 codes[i[t]] = sign[t] | q[below].astype(_U32)
-                flags[i[t]] = UNDERFLOW | INEXACT
+                fi[t] = UNDERFLOW | INEXACT
                 done[t] = True
+        if lane_flags is not None:
+            lane_flags[i[done]] = fi[done]
+        elif done.any():
+            settled = int(np.bitwise_or.reduce(fi[done]))
         i = i[~done]
-    return codes, flags, i
+    return codes, settled if lane_flags is None else lane_flags, i
 
 
 def _round_units(u: np.ndarray, down: np.ndarray, negative: np.ndarray, mode: Rounding

@@ -9,6 +9,7 @@ the rest to the integer path (:mod:`fpsim.array._chunks`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from .. import _machine
 from .._scratch import scratch
 from ..formats import FP32, FP64, Format
 from ..modes import Rounding
+from ..rounding import INEXACT
 from . import _fp64
 from . import _native as native
 from ._chunks import _BINARY, _CHUNK_OPS, _wide
@@ -69,7 +71,7 @@ def _float_op(op: str, fmt: Format, key: tuple[Any, ...], size: int,
             return None
         return _fp64.fast_op(op, key, _CHUNK_OPS[op], return_flags)
     if rounds_by_bits(fmt):
-        compute = _bits_op(op, fmt, key, lambda: _proxy_op(op, fmt, key, size))
+        compute = _bits_op(op, fmt, key, lambda: _proxy_op(op, fmt, key, size), return_flags)
         if compute is not None:
             return compute
     return _proxy_op(op, fmt, key, size)
@@ -156,7 +158,7 @@ _SIGN = _U32(1 << 31)
 
 
 def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
-             fallback: Callable[[], Callable[..., Any] | None]
+             fallback: Callable[[], Callable[..., Any] | None], return_flags: bool = True
              ) -> Callable[..., Any] | None:
     """add, sub and mul of a 16-bit format such as FP16 or BF16
     (:func:`fpsim.array._convert.rounds_by_bits`) in a deterministic mode,
@@ -178,6 +180,14 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     redoes the rest: infinities, NaNs, sums beyond float32's range.  The
     machine's float32 arithmetic must be IEEE's default (checked once per
     call).
+
+    Round to nearest even without per-element flags (``return_flags``
+    False: the context's flags only) needs no error term for the codes: the
+    float32 sum rounded to nearest even into the format is the exact sum's
+    rounding (:func:`_nearest_sum_is_exact_sums`), so the float32 result's
+    bits round as they are; whether the call was inexact is looked for
+    only until one chunk is (:func:`_inexact_anywhere`), and each chunk's
+    flags come back ORed into one int.
 
     A chunk of products of which more than an eighth fall below the normal
     range (each then rounded lane by lane; judged on every 16th lane, before
@@ -203,6 +213,12 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     proxy: list[Any] = []  # the fallback's compute, made on first need
     inf_positive = np.uint16(fmt.inf_code)
     inf_negative = np.uint16(fmt.sign_bit | fmt.inf_code)
+    sign = np.uint16(fmt.sign_bit)
+    # Round to nearest even, the flags of the call only: no error term for
+    # the codes, and none for the flags once a chunk is known inexact.
+    plain = mode is Rounding.RNE and not return_flags
+    seen = threading.Event()  # some chunk of this call was inexact
+    low = _U32((1 << (FP32.mantissa_bits - fmt.mantissa_bits)) - 1)
 
     def mostly_tiny(a: np.ndarray, b: np.ndarray) -> bool:
         """Whether more than an eighth of the products of a sample of the
@@ -217,15 +233,18 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
         with np.errstate(all="ignore"):
             return np.count_nonzero(np.abs(x * y) < tiny_limit) * 8 > a.size
 
-    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, np.ndarray]:
+    def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, Any]:
         a, b = cs
         n = a.shape[0]
         if op == "mul" and n >= 1 << 12 and mostly_tiny(a[::16], b[::16]):
             other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
             if other is not None:
                 return other(cs, rand)
-        xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
-        x, y, s, e, t = (v.view(np.float32) for v in (xb, yb, sb, eb, tb))
+        if plain:
+            xb, yb, sb = scratch("16-bit op, nearest", n, _U32, _U32, _U32)
+        else:
+            xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
+        x, y, s = (v.view(np.float32) for v in (xb, yb, sb))
         for codes, dst in ((a, xb), (b, yb)):
             if values is None:
                 np.copyto(dst, codes)
@@ -237,16 +256,22 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             if op == "mul":
                 np.multiply(x, y, out=s)
                 bits = sb
+            elif plain:
+                (np.add if op == "add" else np.subtract)(x, y, out=s)
+                bits = sb
             else:
-                _two_sum(op, x, y, s, e, t)
+                _two_sum(op, x, y, s, eb.view(np.float32), tb.view(np.float32))
                 # An infinite sum's error is NaN, which the proxy does not
                 # carry: every lane whose float32 sum is not finite is redone.
                 finite, = scratch("16-bit op finite", n, bool)
                 np.isfinite(s, out=finite)
                 bits = _odd_proxy(sb, eb, tb)
         codes, flags, redo = round_fp32_bits(bits, fmt, mode, saturate, keep_zero,
-                                             keep_subnormal)
-        sign = np.uint16(fmt.sign_bit)
+                                             keep_subnormal, flags=not plain)
+        if plain and not seen.is_set():
+            with np.errstate(all="ignore"):  # (not finite lanes are in redo)
+                if _inexact_anywhere(op, low, x, y, s, sb, redo):
+                    seen.set()
         if op == "mul" and redo.size and not keep_zero:
             # A zero operand gives an exact zero of the right sign (0 × inf
             # is NaN, not zero).
@@ -256,6 +281,7 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             # Toward -inf an exact zero sum is -0 unless both terms are +0
             # (IEEE 754 §6.3): its sign is the OR of theirs.  (The proxy
             # leaves exact lanes as they were: s == 0 is an exact zero.)
+            # (Not in round to nearest: never plain.)
             zero = redo[s[redo] == 0]
             second = b[zero] ^ sign if op == "sub" else b[zero]
             codes[zero] = (a[zero] | second) & sign
@@ -276,13 +302,71 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             if infinite.any():
                 j = redo[infinite]
                 codes[j] = np.where(r[infinite] < 0, inf_negative, inf_positive)
-                flags[j] = 0
+                if not plain:
+                    flags[j] = 0
                 redo = redo[~infinite]
         if redo.size:
-            codes[redo], flags[redo] = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
+            redo_codes, redo_flags = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
+            codes[redo] = redo_codes
+            if plain:
+                flags |= int(np.bitwise_or.reduce(redo_flags))
+            else:
+                flags[redo] = redo_flags
+        if plain and seen.is_set():
+            flags |= INEXACT
         return codes, flags
 
     return compute
+
+
+def _nearest_sum_is_exact_sums() -> None:
+    """Why the float32 sum or difference ``s = RN24(z)`` of two values
+    ``x``, ``y`` of a format of ``p <= 11`` significant bits (FP16's 11,
+    BF16's 8), rounded to nearest even into that format, is ``RN_p(z)``,
+    the exact ``z = x ± y`` rounded once: double rounding is innocuous
+    where the wider precision is at least ``2p + 1`` (Figueroa, "When is
+    double rounding innocuous?", 1995), as here:
+
+    * where ``z`` is a float32 value, ``s = z``;
+    * else ``z`` needs more than 24 bits: ``|x| >= |y|`` say, with
+      exponents ``ex >= ey`` and ``z``'s ``ez``; ``z`` is a multiple of
+      ``2**(ey - p + 1)`` below ``2**(ez + 1)``, so ``ez - ey > 24 - p``,
+      ``|y| < 2**(ey + 1) <= 2**(ez + p - 24)`` and ``ex >= ez - 1``;
+    * ``RN_p(RN24(z))`` differs from ``RN_p(z)`` only where ``RN24(z)`` is
+      a midpoint ``m`` of the format's grid (a float32 value: ``p + 1``
+      bits) and ``z`` is not (rounding is monotonic: it never crosses
+      one); then ``|z - m| <= ulp24(z) / 2 = 2**(ez - 24)``;
+    * but ``x`` (a multiple of ``2**(ex - p + 1)``, so of ``2**(ez - p)``)
+      and ``m`` (an odd multiple of ``2**(ez - p)``, of exponent ``ez``)
+      differ, by at least ``2**(ez - p)``; so ``|z - m| >= |x - m| - |y|
+      > 2**(ez - p) - 2**(ez + p - 24) >= 2**(ez - 24)`` for ``p <= 11``:
+      ``RN24(z)`` is no midpoint.
+
+    Overflow follows (the rounded magnitudes, the exponent unbounded, are
+    equal), and sums below the normal range are exact.  A documentation
+    anchor: nothing to call."""
+
+
+def _inexact_anywhere(op: str, low: np.uint32, x: np.ndarray, y: np.ndarray, s: np.ndarray,
+                      sb: np.ndarray, redo: np.ndarray) -> bool:
+    """Whether a lane not in ``redo`` (lanes whose flags come from elsewhere)
+    is inexact: the float32 result ``s`` (its code ``sb``) has a bit below
+    the format's last place (``low``: those bits), or, for a sum, TwoSum's
+    error says that ``s`` itself was inexact.  Products are exact in float32
+    outside ``redo``, and so is every finite float32 sum's error."""
+    w, = scratch("16-bit op inexact", sb.size, _U32)
+    np.bitwise_and(sb, low, out=w)
+    if redo.size:
+        w[redo] = 0
+    if w.any():
+        return True
+    if op == "mul":
+        return False
+    e, t = (v.view(np.float32) for v in scratch("16-bit op error", sb.size, _U32, _U32))
+    _two_sum_error(op, x, y, s, e, t)
+    if redo.size:
+        e[redo] = 0
+    return bool(e.any())
 
 
 def _two_sum(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.ndarray,
@@ -294,6 +378,13 @@ def _two_sum(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.ndarray
         np.add(x, y, out=s)
     else:
         np.subtract(x, y, out=s)
+    _two_sum_error(op, x, y, s, e, t)
+
+
+def _two_sum_error(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.ndarray,
+                   t: np.ndarray) -> None:
+    """``e``: the exact error of ``s``, the float32 ``x ± y`` rounded to
+    nearest (:func:`_two_sum`); ``t`` is work space."""
     np.subtract(s, x, out=e)        # yv: the part of s that y (or -y) gave
     np.subtract(s, e, out=t)
     np.subtract(x, t, out=t)        # x's part that s lost

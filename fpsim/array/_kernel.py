@@ -217,11 +217,12 @@ def round_finite(fmt: Format, negative: np.ndarray, sig: np.ndarray, exp: np.nda
     emin, subnormals, negative_zero, qmin, parity_base = general
     offset = base - (qmin << m)  # codes as (q - qmin) << m + kept - offset: no negative lanes
     e = exp + bit_length(sig) - 1
-    high = e > fmt.emax + 1
+    high = e > fmt.emax
     if high.any():
         # Every value of 2**(emax + 1) or more overflows alike in every mode;
         # as that power of two its code below stays within int64 (FP64's
-        # products reach 2**2047, whose code would not).
+        # products reach 2**2047, and a value just below 2**1025 rounds up to
+        # a code of 2**63: neither would).
         sig = np.where(high, U64(1 << 61), sig)
         exp = np.where(high, fmt.emax + 1 - 61, exp)
         e = np.where(high, fmt.emax + 1, e)

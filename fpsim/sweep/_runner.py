@@ -101,9 +101,10 @@ def plan(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None
     if op not in OPS:
         raise ValueError(f"unknown operation {op!r}; a sweep runs: {', '.join(OPS)}")
     fmt = _lookup(fmt)
-    if fmt.width > 32:
-        raise ValueError(f"{fmt.name} is {fmt.width} bits wide; sweeps run the array engine, "
-                         "for formats of at most 32 bits")
+    if fmt.width > 64 or fmt.precision > 53:
+        raise ValueError(f"{fmt.name} is {fmt.width} bits wide, of precision {fmt.precision}; "
+                         "sweeps run the array engine, which computes in formats of at most 64 "
+                         "bits and precision 53 (FP64)")
     _check_options(max_ulp, nan, signed_zero, offenders)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) \
             or not 1 <= chunk_size <= MAX_CHUNK:
@@ -175,7 +176,11 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         ``add``, ``sub``, ``mul``, ``div`` (all pairs), ``fma`` (all
         triples) or ``sqrt`` (all codes), computed by :mod:`fpsim.array`.
     fmt:
-        A format of at most 32 bits.
+        A format of at most 64 bits.  Every tuple is swept up to ``2**63``
+        of them (all pairs of a 16-bit format, all triples of an 8-bit
+        one); a sample or the tuples holding special values up to ``2**64``
+        (FP32 pairs, every FP64 code: ``sqrt``); a sample alone beyond that
+        (FP64 pairs and triples, FP32 triples).
     against:
         The candidate: a callable on numpy arrays, or its name
         ``"module:function"`` (see :mod:`fpsim.sweep`).
@@ -186,7 +191,9 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
         context's own).
     sample:
         Sweep a deterministic stratified sample of this fraction of the
-        tuples instead of all of them (default: all).
+        tuples instead of all of them (default: all).  A sample holds
+        fewer than ``2**40`` tuples: FP64 pairs (``2**128`` tuples) take
+        fractions such as ``1e-32`` (3.4 million pairs).
     seed:
         The seed that picks the sample's tuples (with ``sample``).
     specials:
@@ -246,6 +253,14 @@ def run(op: str, fmt: Format | str, against: Any, *, ctx: Context | None = None,
     >>> r = sweep.run("add", "e5m2", add_e5m2)
     >>> r.ok, r.done, r.report.beyond_tolerance
     (True, 65536, 0)
+
+    FP64 pairs by a sample (numpy's float64 multiplication is IEEE's, to
+    nearest even): the offenders, if any, would be named by their operands'
+    codes:
+
+    >>> r = sweep.run("mul", "fp64", np.multiply, sample=1e-33, seed=1)
+    >>> r.ok, r.size, r.report.shape == (2**64, 2**64)
+    (True, 340282, True)
     """
     spec = plan(op, fmt, against, ctx=ctx, rounding=rounding, sample=sample, seed=seed,
                 specials=specials, chunk_size=chunk_size, max_ulp=max_ulp, nan=nan,

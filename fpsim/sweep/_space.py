@@ -12,15 +12,25 @@ index there is what the report shows as the offenders' operands.
   ``m`` equal strata of the full space (stratum ``r`` is
   ``[r*full//m, (r+1)*full//m)``), at a position fixed by a hash of
   ``(seed, r)`` (SplitMix64).  Deterministic, spread over the whole space,
-  without repeats, and in increasing flat order.
+  without repeats, and in increasing flat order.  A space of more than
+  ``2**64`` tuples (FP64 pairs and triples, FP32 triples) is stratified by
+  the top 64 bits of the flat index: stratum ``r`` holds the tuples whose
+  top 64 bits lie in ``[r*2**64//m, (r+1)*2**64//m)``, and the lower bits
+  are drawn from further hashes of ``(seed, r)``.
 * ``specials``: every tuple with at least one operand among given codes,
   each once: first the tuples whose first operand is special (specials in
   increasing code order, the other operands in increasing order), then
   those whose first special operand is the second, and so on.
+
+Spaces of at most ``2**63`` tuples can be swept whole; a sample or the
+specials of a space of up to ``2**64`` (FP32 pairs, every FP64 code); a
+sample alone beyond that: with FP64 pairs, each special value meets every
+one of the other operand's ``2**64`` codes.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +38,7 @@ import numpy as np
 from ..formats import Format
 
 U64 = np.uint64
+_ALL64 = (1 << 64) - 1
 # Sample sizes stay below 2**40 so that the strata's bounds are computed in
 # uint64 without overflow for chunks of up to 2**24 elements.
 MAX_SAMPLE = 1 << 40
@@ -52,12 +63,21 @@ class Space:
         self.n = 1 << fmt.width
         self.shape = (self.n,) * arity
         self.full = self.n ** arity
-        # Flat indices are uint64: up to 2**64 tuples (FP32 pairs) for a
-        # sample or specials; enumerating them all stops at 2**63.
-        if fmt.width * arity > 64 or (kind == "all" and fmt.width * arity > 63):
-            raise ValueError(f"a sweep of every tuple of {arity} {fmt.name} operand(s) "
-                             f"(2**{fmt.width * arity}) is beyond reach; sweep a sample or "
-                             "the tuples holding special values")
+        self.bits = fmt.width * arity
+        # Flat indices are uint64 up to 2**64 tuples (FP32 pairs, FP64
+        # codes); enumerating them all stops at 2**63.  Beyond 2**64 (FP64
+        # pairs), a sample alone, its flat indices Python integers.
+        if kind == "all" and self.bits > 63:
+            raise ValueError(f"a sweep of {self._tuples()} (2**{self.bits}) is beyond reach; "
+                             f"sweep a sample ({self._sample_hint()})"
+                             + ("" if self.bits > 64 else
+                                " or the tuples holding special values (specials=)"))
+        if kind == "specials" and self.bits > 64:
+            rest = fmt.width * (arity - 1)
+            raise ValueError(f"the tuples of {self._tuples()} holding a special value are "
+                             f"beyond reach: each special value meets all 2**{rest} codes of "
+                             f"the other operand{'s' if arity > 2 else ''}; sweep a sample "
+                             f"({self._sample_hint()})")
         self.fraction, self.seed, self.specials = fraction, seed, tuple(specials)
         if kind == "all":
             self.size = self.full
@@ -65,7 +85,8 @@ class Space:
             self.size = min(self.full, max(1, round(fraction * self.full)))  # type: ignore
             if self.size >= MAX_SAMPLE:
                 raise ValueError(f"a sample of {self.size} tuples is too large (at most "
-                                 f"{MAX_SAMPLE - 1}); take a smaller fraction")
+                                 f"{MAX_SAMPLE - 1}); take a smaller fraction "
+                                 f"({self._sample_hint()})")
         elif kind == "specials":
             s = len(self.specials)
             self._special = np.array(self.specials, U64)
@@ -81,6 +102,18 @@ class Space:
             self.size = sum(line_sizes)
         else:
             raise ValueError(f"unknown space kind {kind!r}")
+
+    def _tuples(self) -> str:
+        if self.arity == 1:
+            return f"every {self.fmt.name} code"
+        return f"every tuple of {self.arity} {self.fmt.name} operands"
+
+    def _sample_hint(self) -> str:
+        """The largest fraction a sample of this space may take, in words."""
+        top = (MAX_SAMPLE - 1) / self.full
+        digits = 10.0 ** (math.floor(math.log10(top)) - 2)
+        return (f"sample=F with F at most {math.floor(top / digits) * digits:.3g}: "
+                f"{MAX_SAMPLE - 1:,} of the 2**{self.bits} tuples")
 
     # A value: equal spaces hold the same tuples in the same order (a Spec
     # that went through pickle, to a worker and back, is still equal).
@@ -105,37 +138,82 @@ class Space:
             d["specials"] = [f"0x{c:x}" for c in self.specials]
         return d
 
-    def take(self, r0: int, r1: int) -> tuple[list[np.ndarray], np.ndarray]:
+    def take(self, r0: int, r1: int) -> tuple[list[np.ndarray], Any]:
         """The operand codes (one uint64 array per operand) of ranks
-        ``r0 <= r < r1`` and their flat indices in the full space."""
+        ``r0 <= r < r1`` and their flat indices in the full space: a uint64
+        array, or beyond ``2**64`` tuples a :class:`WideIndex`."""
         if self.kind == "specials":
             codes = self._specials_codes(r0, r1)
+            if self.arity == 1:
+                return codes, codes[0].copy()
             flat = np.zeros(r1 - r0, U64)
             for c in codes:
                 flat = flat * U64(self.n) + c
             return codes, flat
         if self.kind == "all":
             flat = np.arange(r0, r1, dtype=U64)
+        elif self.bits > 64:
+            codes = self._wide_sample_codes(r0, r1)
+            return codes, WideIndex(codes, self.fmt.width)
         else:
-            flat = self._sample_flat(r0, r1)
+            flat = self._strata(r0, r1, self.full)
         w, mask = self.fmt.width, U64(self.n - 1)
         codes = [(flat >> U64(w * (self.arity - 1 - p))) & mask for p in range(self.arity)]
         return codes, flat
 
-    def _sample_flat(self, r0: int, r1: int) -> np.ndarray:
-        # Stratum r starts at floor(r * full / m); with q, rem = divmod(full, m)
-        # and A = r0 * full = a_q * m + a_r, the start of stratum r0 + i is
-        # a_q + i*q + floor((a_r + i*rem) / m), all below 2**64 (MAX_SAMPLE).
-        m = self.size
-        q, rem = divmod(self.full, m)
-        a_q, a_r = divmod(r0 * self.full, m)
-        i = np.arange(r1 - r0 + 1, dtype=U64)
-        starts = U64(a_q) + i * U64(q) + (U64(a_r) + i * U64(rem)) // U64(m)
-        width = starts[1:] - starts[:-1]
+    def _hashes(self, r0: int, r1: int) -> np.ndarray:
+        """SplitMix64 of each rank ``r0 <= r < r1`` mixed with the seed."""
         seed_mix = U64((self.seed * 0xD1B54A32D192ED03) & ((1 << 64) - 1))
         with np.errstate(over="ignore"):
-            h = _splitmix64(np.arange(r0, r1, dtype=U64) ^ seed_mix)
-        return starts[:-1] + h % width
+            return _splitmix64(np.arange(r0, r1, dtype=U64) ^ seed_mix)
+
+    def _strata(self, r0: int, r1: int, full: int) -> np.ndarray:
+        """The sample's positions of ranks ``r0 <= r < r1`` in ``[0, full)``
+        (``full`` at most ``2**64``): one in each of ``m`` strata."""
+        # Stratum r starts at floor(r * full / m); with q, rem = divmod(full, m)
+        # and A = r0 * full = a_q * m + a_r, the start of stratum r0 + i is
+        # a_q + i*q + floor((a_r + i*rem) / m).  i*rem < 2**64 (i <= 2**24,
+        # rem < m < 2**40), split as i*rem = x_q*m + x_r so that no sum
+        # exceeds 2**64.  The starts are taken mod 2**64: only the end of
+        # the last stratum can reach 2**64 (then 0), and the widths mod
+        # 2**64 are the widths, but for one stratum of all 2**64 (0).
+        m = self.size
+        q, rem = divmod(full, m)
+        a_q, a_r = divmod(r0 * full, m)
+        i = np.arange(r1 - r0 + 1, dtype=U64)
+        x = i * U64(rem)
+        x_q, x_r = x // U64(m), x % U64(m)
+        with np.errstate(over="ignore"):
+            starts = (U64(a_q & _ALL64) + i * U64(q & _ALL64) + x_q
+                      + (U64(a_r) + x_r) // U64(m))
+            width = starts[1:] - starts[:-1]
+        h = self._hashes(r0, r1)
+        offset = np.where(width == 0, h, h % np.where(width == 0, U64(1), width))
+        return starts[:-1] + offset
+
+    def _wide_sample_codes(self, r0: int, r1: int) -> list[np.ndarray]:
+        """The operand codes of a sample of more than 2**64 tuples: the top
+        64 bits of each flat index stratified over ``[0, 2**64)``, the
+        ``bits - 64`` below them from further hashes of the rank."""
+        top = self._strata(r0, r1, 1 << 64)
+        low_bits = self.bits - 64
+        h = self._hashes(r0, r1)
+        words = []  # the flat index, 64-bit words from the least significant
+        with np.errstate(over="ignore"):
+            for j in range(-(-low_bits // 64)):
+                h = _splitmix64(h + U64(j + 1))
+                words.append(h.copy())
+        if low_bits % 64:
+            words[-1] &= U64((1 << (low_bits % 64)) - 1)
+        # top << low_bits, or'ed in: low_bits = 64 j + t
+        j, t = divmod(low_bits, 64)
+        if t == 0:
+            words.append(top)
+        else:
+            words[j] |= top << U64(t)
+            words.append(top >> U64(64 - t))
+        w = self.fmt.width
+        return [_field(words, w * (self.arity - 1 - p), w) for p in range(self.arity)]
 
     def _specials_codes(self, r0: int, r1: int) -> list[np.ndarray]:
         ranks = np.arange(r0, r1, dtype=U64)
@@ -160,3 +238,36 @@ class Space:
                 codes[j][at] = i + np.searchsorted(self._shifted, i, side="right").astype(U64)
                 off = off // rest
         return codes
+
+
+def _field(words: list[np.ndarray], start: int, width: int) -> np.ndarray:
+    """Bits ``start .. start + width - 1`` (``width`` at most 64) of the
+    numbers held as 64-bit ``words``, least significant first."""
+    j, t = divmod(start, 64)
+    out = words[j] >> U64(t)
+    if t and t + width > 64:
+        out = out | (words[j + 1] << U64(64 - t))
+    return out & U64((1 << width) - 1) if width < 64 else out
+
+
+class WideIndex:
+    """The flat indices of tuples of a space of more than ``2**64`` tuples
+    (FP64 pairs), beyond uint64: ``index[i]`` is tuple ``i``'s flat index,
+    a Python int, made from its operand codes when asked for (the report
+    asks for a few, its offenders')."""
+
+    def __init__(self, codes: list[np.ndarray], width: int) -> None:
+        self.codes, self.width = codes, width
+
+    def __len__(self) -> int:
+        return len(self.codes[0])
+
+    def __getitem__(self, i: int) -> int:
+        flat = 0
+        for c in self.codes:
+            flat = (flat << self.width) | int(c[i])
+        return flat
+
+    def tolist(self) -> list[int]:
+        """Every flat index, as Python ints."""
+        return [self[i] for i in range(len(self))]
