@@ -618,3 +618,206 @@ def test_float32_subnormals_into_bf16_by_bits(mode):
         c = fpsim.Context(rounding=mode)
         want = fpsim.convert(fpsim.FP32.from_bits(int(bits[i])), fpsim.BF16, c)
         assert (int(codes[i]), int(flags[i])) == (want.bits, c.flags.value), hex(bits[i])
+
+
+# -- the bit path without per-element flags (return_flags=False) ----------------------------
+#
+# Without per-element flags, add, sub and mul of FP16 and BF16 give each
+# chunk's flags ORed into one int and look for INEXACT only until a chunk of
+# the call is known inexact; round to nearest (even or away) rounds the
+# float32 sum as it is and computes TwoSum's error only for that search.
+# The arrays below are chunks of exact results with a few lanes planted
+# where the search could go wrong: one inexact lane in the last (short)
+# chunk, a sum whose only inexactness is float32's own rounding (its bits
+# land on the format's grid), NaNs, infinities and overflow in chunks after
+# the first inexact one, tiny results, and a whole chunk of tiny products
+# (which takes the proxy table's path).  Codes against the scalar model
+# lane by lane, the context's flags against the OR of its flags.
+
+FLAGLESS_CHUNK = 4096
+
+
+def _codes_of_values(fmt: fpsim.Format, values) -> np.ndarray:
+    return np.array([fmt.round(float(v)).bits for v in values], np.uint16)
+
+
+def flagless_pools(fmt: fpsim.Format, op: str, seed: int) -> dict[str, tuple[np.ndarray,
+                                                                            np.ndarray]]:
+    """Operand codes by what their results raise (in round to nearest
+    even, default settings): "exact" (small integers; for mul, products of
+    at most 5 bits), "rounded" (INEXACT alone, the float32 result having
+    bits below the format's last place), "float32" (sums INEXACT alone
+    though float32's sum lies on the format's grid: a term below half of
+    float32's last place of the other; mul: as "rounded"), "special" (NaN
+    operands, quiet and signaling, with payloads; infinities, inf - inf,
+    0 × inf, overflow) and "tiny" (subnormal operands and results)."""
+    rng = np.random.default_rng(seed)
+    m, sign = fmt.mantissa_bits, fmt.sign_bit
+    signs = lambda k: rng.integers(0, 2, k) * 2 - 1  # noqa: E731
+    if op == "mul":
+        x = rng.choice([1, 3, 5, 7], 200) * 2.0 ** rng.integers(-4, 5, 200) * signs(200)
+        y = rng.choice([1, 3], 200) * 2.0 ** rng.integers(-4, 5, 200) * signs(200)
+    else:
+        x = rng.integers(-127, 128, 200).astype(float)
+        y = rng.integers(-127, 128, 200).astype(float)
+    pools = {"exact": (_codes_of_values(fmt, x), _codes_of_values(fmt, y))}
+    e = rng.integers(-6, 7, 300).astype(float)
+    x = (1 + rng.integers(0, 1 << m, 300) * 2.0**-m) * 2.0**e * signs(300)
+    if op == "mul":  # odd last places: a product with a bit at 2**-2m, below the format's
+        x = (1 + (rng.integers(0, 1 << (m - 1), 300) * 2 + 1) * 2.0**-m) * 2.0**e * signs(300)
+        y = (1 + (rng.integers(0, 1 << (m - 1), 300) * 2 + 1) * 2.0**-m) * signs(300)
+    else:
+        y = rng.choice([2.0**-(m + 1), 2.0**-(m + 2), 3 * 2.0**-(m + 2)], 300) * 2.0**e * signs(300)
+    pools["rounded"] = (_codes_of_values(fmt, x), _codes_of_values(fmt, y))
+    if op != "mul":
+        e = rng.integers(6, 14, 300).astype(float)
+        x = (1 + rng.integers(0, 1 << m, 300) * 2.0**-m) * 2.0**e * signs(300)
+        y = 2.0 ** (e - 30) * signs(300)
+        pools["float32"] = (_codes_of_values(fmt, x), _codes_of_values(fmt, y))
+    else:
+        pools["float32"] = pools["rounded"]
+    one, two = fmt.round(1.0).bits, fmt.round(2.0).bits
+    quiet, signaling = fmt.default_nan_code, fmt.inf_code | 1
+    special = [(quiet, one), (one, quiet | 5 | sign), (signaling, one), (one, signaling | 3),
+               (fmt.inf_code, one), (one, fmt.inf_code | sign), (fmt.inf_code, fmt.inf_code),
+               (fmt.inf_code, fmt.inf_code | sign), (fmt.max_code, fmt.max_code),
+               (fmt.max_code | sign, fmt.max_code | sign), (fmt.max_code, fmt.max_code | sign),
+               (0, fmt.inf_code), (fmt.max_code, two), (fmt.max_code - 3, fmt.max_code - 1)]
+    a, b = np.array(special, np.uint16).T
+    pools["special"] = (a, b)
+    a = rng.integers(0, 3 << m, 200) | rng.integers(0, 2, 200) * sign   # exponent fields 0..2
+    b = rng.integers(0, 3 << m, 200) | rng.integers(0, 2, 200) * sign
+    if op == "mul":
+        a, b = _tiny_product_operands(fmt, 200, seed)
+        a, b = a[:200], b[:200]
+    pools["tiny"] = (a.astype(np.uint16), b.astype(np.uint16))
+    return pools
+
+
+# Per chunk: the pool a few lanes of an otherwise exact chunk come from
+# ("" none; "all tiny": every lane a tiny one).  The last chunk is short.
+FLAGLESS_LAYOUTS = {
+    "exact only": ["", "", "", "", ""],
+    "inexact in the last chunk": ["", "", "", "", "rounded"],
+    "float32's rounding in the last chunk": ["", "", "", "float32"],
+    "inexact first, specials later": ["rounded", "", "special", "tiny", "special"],
+    "specials and tiny results, nothing rounded": ["special", "", "tiny", "special"],
+    "every kind": ["rounded", "float32", "special", "tiny", ""],
+    "a chunk of tiny results": ["", "all tiny", "", "", "", "", "", "", "rounded"],
+}
+
+
+def flagless_layout(pools: dict, chunks: list[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices into the pools, concatenated in the order of ``pools``: one
+    chunk of exact lanes per entry of ``chunks``, each with one to three
+    lanes of the pool it names (the last chunk 777 lanes short)."""
+    rng = np.random.default_rng(seed)
+    offsets, start = {}, 0
+    for name, (a, _) in pools.items():
+        offsets[name], start = (start, a.size), start + a.size
+    def draw(name, k):  # noqa: E306
+        first, size = offsets[name]
+        return first + rng.integers(0, size, k)
+    parts = []
+    for i, name in enumerate(chunks):
+        n = FLAGLESS_CHUNK - (777 if i == len(chunks) - 1 else 0)
+        if name == "all tiny":
+            parts.append(draw("tiny", n))
+            continue
+        part = draw("exact", n)
+        if name:
+            k = int(rng.integers(1, 4))
+            part[rng.choice(n, k, replace=False)] = draw(name, k)
+        parts.append(part)
+    a = np.concatenate([p[0] for p in pools.values()])
+    b = np.concatenate([p[1] for p in pools.values()])
+    index = np.concatenate(parts)
+    return a[index], b[index]
+
+
+def test_flagless_pools_raise_what_they_are_named_after():
+    """The pools the tests below plant (round to nearest even, default
+    settings): "exact" lanes raise nothing, "rounded" and "float32" lanes
+    INEXACT alone, and "float32" sums have bits that float32 rounds onto
+    the format's grid (so that only TwoSum's error shows them inexact)."""
+    import ml_dtypes
+
+    for fmt in BITS_FORMATS:
+        for op in ("add", "sub", "mul"):
+            pools = flagless_pools(fmt, op, seed=1)
+            for name in ("exact", "rounded", "float32"):
+                a, b = pools[name]
+                _, flags = scalar_binary(op, fmt, a, b, {})
+                want = 0 if name == "exact" else Flag.INEXACT.value
+                assert (flags == want).all(), (fmt.name, op, name)
+            if op != "mul":
+                a, b = pools["float32"]
+                dtype = np.float16 if fmt is FP16 else ml_dtypes.bfloat16
+                x, y = a.view(dtype).astype(np.float32), b.view(dtype).astype(np.float32)
+                s = x + y if op == "add" else x - y
+                assert (s.astype(dtype).astype(np.float32) == s).all()
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("fmt", BITS_FORMATS, ids=lambda f: f.name)
+def test_bit_path_without_per_element_flags_equals_scalar_model(fmt, op):
+    """return_flags=False: the codes of every lane and the context's flags
+    (the OR of every lane's) are the scalar model's, for every layout of
+    the pools above, in every deterministic mode with each setting, on one
+    thread and on two (chunks then run in any order, the search for
+    INEXACT shared between them), as values and as codes."""
+    import ml_dtypes
+
+    dtype = np.float16 if fmt is FP16 else ml_dtypes.bfloat16
+    pools = flagless_pools(fmt, op, seed=fmt.exponent_bits + len(op))
+    a_all = np.concatenate([p[0] for p in pools.values()])
+    b_all = np.concatenate([p[1] for p in pools.values()])
+    fn = getattr(array, op)
+    for i, mode in enumerate(MODES):
+        for j, extra in enumerate([{}, EXTRA[(i + len(op)) % len(EXTRA)]]):
+            settings = {"rounding": mode, **extra}
+            want_codes, want_flags = scalar_binary(op, fmt, a_all, b_all, settings)
+            lookup = {(int(x), int(y)): (int(c), int(f)) for x, y, c, f in
+                      zip(a_all, b_all, want_codes, want_flags)}
+            for k, (name, chunks) in enumerate(FLAGLESS_LAYOUTS.items()):
+                a, b = flagless_layout(pools, chunks, seed=k)
+                expected = [lookup[(int(x), int(y))] for x, y in zip(a, b)]
+                codes = np.array([c for c, _ in expected], np.uint16)
+                flags = Flag(int(np.bitwise_or.reduce(np.array([f for _, f in expected]))))
+                workers = 1 + (i + j + k) % 2
+                ctx = fpsim.Context(**settings)
+                if (i + k) % 2:
+                    got = fn(a.view(dtype), b.view(dtype), ctx, chunk_size=FLAGLESS_CHUNK,
+                             workers=workers).view(np.uint16)
+                else:
+                    got = fn(a, b, ctx, fmt=fmt, chunk_size=FLAGLESS_CHUNK, workers=workers)
+                bad = np.flatnonzero(got != codes)
+                assert not bad.size, (name, settings, workers, [
+                    (hex(int(a[t])), hex(int(b[t])), hex(int(codes[t])), hex(int(got[t])))
+                    for t in bad[:5]])
+                assert ctx.flags == flags, (name, settings, workers, ctx.flags, flags)
+
+
+@pytest.mark.parametrize("fmt", BITS_FORMATS, ids=lambda f: f.name)
+def test_bit_path_without_per_element_flags_in_default_chunks(fmt):
+    """The default chunks, on one thread and on every CPU: large random
+    arrays (the benchmark's kind of data) give the codes of
+    return_flags=True, and the same context flags, in every mode."""
+    import ml_dtypes
+
+    dtype = np.float16 if fmt is FP16 else ml_dtypes.bfloat16
+    rng = np.random.default_rng(4)
+    n = 3 * array.DEFAULT_CHUNK + 123
+    x = (rng.standard_normal(n) * 100).astype(dtype)
+    y = (rng.standard_normal(n) * 100).astype(dtype)
+    y[-5:] = [np.inf, -np.inf, np.nan, 0, 1e30 if fmt is BF16 else 6e4]
+    for op in ("add", "sub", "mul"):
+        fn = getattr(array, op)
+        for mode in MODES:
+            want_ctx = fpsim.Context(rounding=mode)
+            want, _ = fn(x, y, want_ctx, return_flags=True)
+            for workers in (1, None):
+                ctx = fpsim.Context(rounding=mode)
+                got = fn(x, y, ctx, workers=workers)
+                assert np.array_equal(got.view(np.uint16), want.view(np.uint16)), (op, mode)
+                assert ctx.flags == want_ctx.flags, (op, mode, workers)

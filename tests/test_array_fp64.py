@@ -474,6 +474,40 @@ def test_fast_path_equals_integer_path_on_every_radicand_exponent_and_tie_class(
         check_fast_equals_integer(op, cols)
 
 
+def fma_exponent_pairs(seed: int, sample: int) -> list[np.ndarray]:
+    """Every pair of exponent fields of the factors, with an addend of the
+    product's magnitude give or take 60 binades (cancellation and
+    alignment) on ``sample`` random significands each, a third of them the
+    negated product itself rounded (the fused result is then the product's
+    low part)."""
+    a, b = exponent_pairs(seed, sample)
+    rng = np.random.default_rng(seed + 1)
+    n = a.size
+    ea = ((a >> U64(52)) & U64(0x7FF)).astype(np.int64)
+    eb = ((b >> U64(52)) & U64(0x7FF)).astype(np.int64)
+    ec = np.clip(ea + eb - 1023 + rng.integers(-60, 61, n), 0, 2047).astype(U64)
+    c = (rng.integers(0, 2, n, dtype=U64) << U64(63)) | (ec << U64(52)) \
+        | rng.integers(0, 1 << 52, n, dtype=U64)
+    with np.errstate(all="ignore"):
+        minus_p = (-(a.view(np.float64) * b.view(np.float64))).view(U64)
+    c = np.where(rng.random(n) < 1 / 3, minus_p, c)
+    return [a, b, c]
+
+
+@pytest.mark.exhaustive
+def test_fma_fast_path_equals_integer_path_on_every_factor_exponent_pair():
+    cols = fma_exponent_pairs(seed=6, sample=1)
+    for start in range(0, cols[0].size, 1 << 20):
+        check_fast_equals_integer("fma", [c[start:start + (1 << 20)] for c in cols])
+
+
+def test_fma_fast_path_equals_integer_path_on_a_sample_of_exponent_pairs():
+    cols = fma_exponent_pairs(seed=7, sample=1)
+    pick = np.random.default_rng(0).choice(cols[0].size, 40_000, replace=False)
+    check_fast_equals_integer("fma", [c[pick] for c in cols])
+    check_fast_equals_integer("fma", fma_cancelling(20_000, seed=8))
+
+
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("mode", list(SF_MODES))

@@ -6,12 +6,14 @@ numpy integer operations that follow the scalar code step by step; the test
 suite proves the two equal code for code and flag for flag.
 
 * conversions: :func:`decode`, :func:`encode`, :func:`round`, :func:`convert`
-  for formats up to 32 bits wide, from any binary input array (numpy
+  for formats up to FP64 (64 bits, precision 53), from any binary input array (numpy
   float16/32/64, ml_dtypes types, or codes of a known format);
 * arithmetic: :func:`add`, :func:`sub`, :func:`mul`, :func:`div`,
   :func:`fma`, :func:`sqrt`, the running sum :func:`add_sequence`, and the
   comparisons :func:`eq`, :func:`ne`, :func:`lt`, :func:`le`, :func:`gt`,
-  :func:`ge`, :func:`unordered` on arrays of one format up to 32 bits;
+  :func:`ge`, :func:`unordered` on arrays of one format up to FP64 (float64
+  arrays or uint64 codes; fast paths through the machine's own float64,
+  every lane proven by its exact error: :mod:`fpsim.array._fp64`);
 * framework arrays: PyTorch tensors, JAX and CuPy arrays are read as they
   are by every function (:func:`as_numpy` shows how), and :func:`like`
   gives results back as the caller's framework's arrays.

@@ -359,8 +359,8 @@ _INEXACT = U8(INEXACT)
 
 
 def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: bool,
-                    keep_zero: bool, keep_subnormal: bool, flags: bool = True
-                    ) -> tuple[np.ndarray, Any, np.ndarray]:
+                    keep_zero: bool, keep_subnormal: bool, flags: bool = True,
+                    exact_below: bool = False) -> tuple[np.ndarray, Any, np.ndarray]:
     """Codes (uint16) and flags of the float32 codes ``bits`` (uint32)
     rounded into ``fmt`` (:func:`rounds_by_bits`) by ``mode`` (one of
     :data:`BIT_MODES`), and the indices of the lanes whose code and flags
@@ -381,6 +381,11 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
     settled here (overflow, tiny results); INEXACT of the other lanes is
     not looked for (the caller's: a lane is inexact where ``bits`` has a
     bit below the format's last place, or where its float32 value was).
+    ``exact_below``: the caller's word that every value below the normal
+    range is a multiple of the format's smallest subnormal (as a sum of two
+    of its values is); where the format's exponent is float32's (BF16) and
+    zeros and subnormals are kept, the bits of such a value are its code,
+    so that only lanes rounding to infinity's code or beyond are looked at.
 
     >>> x = np.float32([1 + 2**-8, 1 + 3 * 2**-8, 2**-130, 3.4e38, 1e-45, np.inf])
     >>> codes, flags, redo = round_fp32_bits(x.view(np.uint32), fpsim.BF16, Rounding.RNE,
@@ -442,9 +447,14 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
         mag = r
         mag &= c.magnitude16
     i = _NOTHING
-    if n and (np.minimum.reduce(mag) <= c.min_normal or np.maximum.reduce(mag) >= c.inf):
+    if exact_below and keep_zero and keep_subnormal and not c.rebias:
+        if n and np.maximum.reduce(mag) >= c.inf:
+            i = np.flatnonzero(mag >= c.inf)
+            beyond = np.ones(i.size, bool)                     # rounded to infinity's code or more
+    elif n and (np.minimum.reduce(mag) <= c.min_normal or np.maximum.reduce(mag) >= c.inf):
         mag -= c.above_min_normal  # those wrap to above the others
         i = np.flatnonzero(mag >= c.inf - c.above_min_normal)
+        beyond = mag[i] + c.above_min_normal >= c.inf
     if lane_flags is not None:
         lane_flags *= _INEXACT
     settled = 0
@@ -460,7 +470,7 @@ def round_fp32_bits(bits: np.ndarray, fmt: Format, mode: Rounding, saturate: boo
             exact = (units <= 1 << m) & (units == whole)
             # Overflow: a finite value (at least 1: none that wrapped) whose
             # rounded magnitude, the exponent unbounded, is infinity's or more.
-            over = (v >= 1) & (v < np.inf) & (mag[i] + c.above_min_normal >= c.inf)
+            over = (v >= 1) & (v < np.inf) & beyond
         kept = exact & np.where(units == 0, keep_zero, keep_subnormal)
         codes[i[kept]] = sign[kept] | units[kept].astype(_U32)
         fi = np.zeros(i.size, U8)                              # the flags of the lanes done

@@ -155,6 +155,39 @@ def _proxy_op(op: str, fmt: Format, key: tuple[Any, ...], size: int
 
 _U32 = np.uint32
 _SIGN = _U32(1 << 31)
+_U8_INEXACT = np.uint8(INEXACT)
+_NAN = _U32(0x7FC00000)
+
+# Round to nearest needs no error term for the codes.  The float32 sum or
+# difference ``s = RN24(z)`` of two values of a format of ``p <= 11``
+# significant bits (FP16's 11, BF16's 8), rounded to nearest into that
+# format (ties to even or away), is ``RN_p(z)``, the exact ``z = x ± y``
+# rounded once: double rounding is innocuous where the wider precision is
+# at least ``2p + 1`` (Figueroa, "When is double rounding innocuous?",
+# 1995).  Here:
+#
+# * where ``z`` is a float32 value, ``s = z``; a midpoint of the format's
+#   grid (``p + 1`` bits) is one;
+# * else ``z`` needs more than 24 bits.  Say ``|x| >= |y|``, exponents
+#   ``ex >= ey`` and ``z``'s ``ez``: ``z`` is a multiple of
+#   ``2**(ey - p + 1)`` below ``2**(ez + 1)``, so ``ez - ey > 24 - p``,
+#   ``|y| < 2**(ey + 1) <= 2**(ez + p - 24)``, and ``ex >= ez - 1``;
+# * rounding is monotonic and midpoints are float32 values, so ``s`` lies
+#   on ``z``'s side of every midpoint, or on one: ``RN_p(s)`` differs from
+#   ``RN_p(z)`` only where ``s`` is a midpoint ``m`` and ``z`` is not, with
+#   ``|z - m| <= ulp24(z) / 2 = 2**(ez - 24)``;
+# * but ``x`` (a multiple of ``2**(ex - p + 1)``, so of ``2**(ez - p)``)
+#   is no such ``m`` (an odd multiple of ``2**(ez - p)`` of exponent
+#   ``ez``), so ``|x - m| >= 2**(ez - p)`` and ``|z - m| >= |x - m| - |y|
+#   > 2**(ez - p) - 2**(ez + p - 24) >= 2**(ez - 24)`` for ``p <= 11``:
+#   ``s`` is no midpoint.
+#
+# Overflow agrees too (the two roundings, the exponent unbounded, are
+# equal), sums below the normal range are exact (multiples of the smallest
+# subnormal), and a product of two such values is exact in float32's normal
+# range.  Directed modes and round-to-odd have no such rule: a sum just
+# above a grid point that float32 rounds onto it would be taken as exact.
+_NEAREST = frozenset({Rounding.RNE, Rounding.RNA})
 
 
 def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
@@ -168,7 +201,10 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     and its TwoSum error, and a product of two (at most 2 × 11 significant
     bits) is exact in float32's normal range.  The exact result, as its
     float32 round-to-odd proxy (:mod:`fpsim.array._proxy`), rounds into
-    the format by :func:`fpsim.array._convert.round_fp32_bits`.
+    the format by :func:`fpsim.array._convert.round_fp32_bits`.  Rounding
+    to nearest (even or away) needs no proxy: the float32 sum rounds as it
+    is (see the comment above), and its error only says whether a lane was
+    inexact.
 
     That serves every lane whose result is a normal number or overflows;
     and exact zeros and subnormals, except where a setting changes them:
@@ -181,13 +217,11 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     machine's float32 arithmetic must be IEEE's default (checked once per
     call).
 
-    Round to nearest even without per-element flags (``return_flags``
-    False: the context's flags only) needs no error term for the codes: the
-    float32 sum rounded to nearest even into the format is the exact sum's
-    rounding (:func:`_nearest_sum_is_exact_sums`), so the float32 result's
-    bits round as they are; whether the call was inexact is looked for
-    only until one chunk is (:func:`_inexact_anywhere`), and each chunk's
-    flags come back ORed into one int.
+    Without per-element flags (``return_flags`` False: the context's flags
+    only) each chunk's flags come back ORed into one int, and whether the
+    call was inexact is looked for only until a chunk is
+    (:func:`_inexact_anywhere`): in round to nearest, a sum's error term is
+    then rarely computed at all.
 
     A chunk of products of which more than an eighth fall below the normal
     range (each then rounded lane by lane; judged on every 16th lane, before
@@ -214,11 +248,10 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     inf_positive = np.uint16(fmt.inf_code)
     inf_negative = np.uint16(fmt.sign_bit | fmt.inf_code)
     sign = np.uint16(fmt.sign_bit)
-    # Round to nearest even, the flags of the call only: no error term for
-    # the codes, and none for the flags once a chunk is known inexact.
-    plain = mode is Rounding.RNE and not return_flags
-    seen = threading.Event()  # some chunk of this call was inexact
-    low = _U32((1 << (FP32.mantissa_bits - fmt.mantissa_bits)) - 1)
+    nearest = op != "mul" and mode in _NEAREST  # a sum rounds as float32 gave it
+    per_lane = return_flags
+    seen = threading.Event()  # (without per-lane flags) some chunk of this call was inexact
+    low = _U32((1 << (FP32.mantissa_bits - fmt.mantissa_bits)) - 1)  # bits below the format's
 
     def mostly_tiny(a: np.ndarray, b: np.ndarray) -> bool:
         """Whether more than an eighth of the products of a sample of the
@@ -240,38 +273,40 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             other = proxy[0] if proxy else proxy.append(fallback()) or proxy[0]
             if other is not None:
                 return other(cs, rand)
-        if plain:
-            xb, yb, sb = scratch("16-bit op, nearest", n, _U32, _U32, _U32)
-        else:
-            xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
-        x, y, s = (v.view(np.float32) for v in (xb, yb, sb))
+        xb, yb, sb, eb, tb = scratch("16-bit op", n, _U32, _U32, _U32, _U32, _U32)
+        x, y, s, e, t = (v.view(np.float32) for v in (xb, yb, sb, eb, tb))
         for codes, dst in ((a, xb), (b, yb)):
             if values is None:
                 np.copyto(dst, codes)
                 dst <<= _U32(16)
             else:  # (with DAZ subnormals are zeros of their sign in the table)
                 np.take(values, codes, out=dst.view(np.float32))
-        finite = None
         with np.errstate(all="ignore"):  # infinities and NaNs are redone
             if op == "mul":
                 np.multiply(x, y, out=s)
-                bits = sb
-            elif plain:
+            elif nearest:
                 (np.add if op == "add" else np.subtract)(x, y, out=s)
-                bits = sb
+                if per_lane:
+                    _two_sum_error(op, x, y, s, e, t)
             else:
-                _two_sum(op, x, y, s, eb.view(np.float32), tb.view(np.float32))
+                _two_sum(op, x, y, s, e, t)
+                not_finite, = scratch("16-bit op not finite", n, bool)
+                np.isfinite(s, out=not_finite)
+                np.logical_not(not_finite, out=not_finite)
+                _odd_proxy(sb, eb, tb)
                 # An infinite sum's error is NaN, which the proxy does not
-                # carry: every lane whose float32 sum is not finite is redone.
-                finite, = scratch("16-bit op finite", n, bool)
-                np.isfinite(s, out=finite)
-                bits = _odd_proxy(sb, eb, tb)
-        codes, flags, redo = round_fp32_bits(bits, fmt, mode, saturate, keep_zero,
-                                             keep_subnormal, flags=not plain)
-        if plain and not seen.is_set():
-            with np.errstate(all="ignore"):  # (not finite lanes are in redo)
-                if _inexact_anywhere(op, low, x, y, s, sb, redo):
-                    seen.set()
+                # carry: a lane whose float32 sum is not finite becomes a
+                # NaN, which the rounding leaves to be redone (flags and all).
+                if not_finite.any():
+                    np.copyto(sb, _NAN, where=not_finite)
+        codes, flags, redo = round_fp32_bits(sb, fmt, mode, saturate, keep_zero,
+                                             keep_subnormal, flags=per_lane,
+                                             exact_below=op != "mul")
+        if nearest and per_lane:
+            # float32's own rounding was inexact (NaN where s is not
+            # finite: those lanes are redone)
+            inexact = np.not_equal(e, 0, out=tb.view(bool)[:n])
+            flags |= np.multiply(inexact.view(np.uint8), _U8_INEXACT, out=inexact.view(np.uint8))
         if op == "mul" and redo.size and not keep_zero:
             # A zero operand gives an exact zero of the right sign (0 × inf
             # is NaN, not zero).
@@ -281,16 +316,16 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             # Toward -inf an exact zero sum is -0 unless both terms are +0
             # (IEEE 754 §6.3): its sign is the OR of theirs.  (The proxy
             # leaves exact lanes as they were: s == 0 is an exact zero.)
-            # (Not in round to nearest: never plain.)
             zero = redo[s[redo] == 0]
             second = b[zero] ^ sign if op == "sub" else b[zero]
             codes[zero] = (a[zero] | second) & sign
-            flags[zero] = 0
+            if per_lane:
+                flags[zero] = 0
             redo = redo[s[redo] != 0]
-        if finite is not None and not finite.all():
-            np.logical_not(finite, out=finite)  # (a mask, not a sort of indices)
-            finite[redo] = True
-            redo = np.flatnonzero(finite)
+        if not per_lane and not seen.is_set():
+            with np.errstate(all="ignore"):  # (lanes whose s is not finite are in redo)
+                if _inexact_anywhere(op, nearest, low, x, y, s, e, t, redo):
+                    seen.set()
         if redo.size and saturate is not True:
             # An infinite operand and an infinite float32 result (not
             # inf - inf, not inf * 0, which are NaN): that infinity, exact,
@@ -302,67 +337,40 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             if infinite.any():
                 j = redo[infinite]
                 codes[j] = np.where(r[infinite] < 0, inf_negative, inf_positive)
-                if not plain:
+                if per_lane:
                     flags[j] = 0
                 redo = redo[~infinite]
         if redo.size:
             redo_codes, redo_flags = chunk_op(fmt, _wide([c[redo] for c in cs]), key, None)
             codes[redo] = redo_codes
-            if plain:
-                flags |= int(np.bitwise_or.reduce(redo_flags))
-            else:
+            if per_lane:
                 flags[redo] = redo_flags
-        if plain and seen.is_set():
+            else:
+                flags |= int(np.bitwise_or.reduce(redo_flags))
+        if not per_lane and seen.is_set():
             flags |= INEXACT
         return codes, flags
 
     return compute
 
 
-def _nearest_sum_is_exact_sums() -> None:
-    """Why the float32 sum or difference ``s = RN24(z)`` of two values
-    ``x``, ``y`` of a format of ``p <= 11`` significant bits (FP16's 11,
-    BF16's 8), rounded to nearest even into that format, is ``RN_p(z)``,
-    the exact ``z = x ± y`` rounded once: double rounding is innocuous
-    where the wider precision is at least ``2p + 1`` (Figueroa, "When is
-    double rounding innocuous?", 1995), as here:
-
-    * where ``z`` is a float32 value, ``s = z``;
-    * else ``z`` needs more than 24 bits: ``|x| >= |y|`` say, with
-      exponents ``ex >= ey`` and ``z``'s ``ez``; ``z`` is a multiple of
-      ``2**(ey - p + 1)`` below ``2**(ez + 1)``, so ``ez - ey > 24 - p``,
-      ``|y| < 2**(ey + 1) <= 2**(ez + p - 24)`` and ``ex >= ez - 1``;
-    * ``RN_p(RN24(z))`` differs from ``RN_p(z)`` only where ``RN24(z)`` is
-      a midpoint ``m`` of the format's grid (a float32 value: ``p + 1``
-      bits) and ``z`` is not (rounding is monotonic: it never crosses
-      one); then ``|z - m| <= ulp24(z) / 2 = 2**(ez - 24)``;
-    * but ``x`` (a multiple of ``2**(ex - p + 1)``, so of ``2**(ez - p)``)
-      and ``m`` (an odd multiple of ``2**(ez - p)``, of exponent ``ez``)
-      differ, by at least ``2**(ez - p)``; so ``|z - m| >= |x - m| - |y|
-      > 2**(ez - p) - 2**(ez + p - 24) >= 2**(ez - 24)`` for ``p <= 11``:
-      ``RN24(z)`` is no midpoint.
-
-    Overflow follows (the rounded magnitudes, the exponent unbounded, are
-    equal), and sums below the normal range are exact.  A documentation
-    anchor: nothing to call."""
-
-
-def _inexact_anywhere(op: str, low: np.uint32, x: np.ndarray, y: np.ndarray, s: np.ndarray,
-                      sb: np.ndarray, redo: np.ndarray) -> bool:
+def _inexact_anywhere(op: str, nearest: bool, low: np.uint32, x: np.ndarray, y: np.ndarray,
+                      s: np.ndarray, e: np.ndarray, t: np.ndarray, redo: np.ndarray) -> bool:
     """Whether a lane not in ``redo`` (lanes whose flags come from elsewhere)
-    is inexact: the float32 result ``s`` (its code ``sb``) has a bit below
-    the format's last place (``low``: those bits), or, for a sum, TwoSum's
-    error says that ``s`` itself was inexact.  Products are exact in float32
-    outside ``redo``, and so is every finite float32 sum's error."""
-    w, = scratch("16-bit op inexact", sb.size, _U32)
-    np.bitwise_and(sb, low, out=w)
+    is inexact: its float32 result ``s`` (a product, a sum, or a sum's
+    round-to-odd proxy) has a bit below the format's last place (``low``:
+    those bits of its code), or, where ``nearest`` (``s`` the rounded sum
+    ``x ± y`` itself), TwoSum's error says that ``s`` was inexact.  Products
+    are exact in float32 outside ``redo``, and so is every finite float32
+    sum's error.  ``e`` and ``t`` are work space."""
+    w = e.view(_U32)
+    np.bitwise_and(s.view(_U32), low, out=w)
     if redo.size:
         w[redo] = 0
     if w.any():
         return True
-    if op == "mul":
+    if not nearest:
         return False
-    e, t = (v.view(np.float32) for v in scratch("16-bit op error", sb.size, _U32, _U32))
     _two_sum_error(op, x, y, s, e, t)
     if redo.size:
         e[redo] = 0

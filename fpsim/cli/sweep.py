@@ -40,14 +40,17 @@ def add(sub: Any) -> None:
                     "finish (a failing candidate, a Dask worker that died); 130: interrupted.")
     sw.add_argument("op", help="add, sub, mul, div (all pairs), fma (all triples), sqrt")
     sw.add_argument("--fmt", "--format", dest="fmt", required=True,
-                    help="the format (at most 32 bits)")
+                    help="the format (at most 64 bits; every tuple up to 2**63 of them, "
+                         "--sample or --specials up to 2**64: FP32 pairs, FP64 codes; "
+                         "--sample alone beyond: FP64 pairs and triples, FP32 triples)")
     sw.add_argument("--against", required=True, metavar="MODULE:FUNCTION",
                     help="the candidate: a callable on numpy arrays, importable from here")
     rounding_options(sw, whose="golden: ")
     sw.add_argument("--nan-policy", default="ieee",
                     help="golden NaN results: ieee (default), x86, arm_default_nan, riscv")
     sw.add_argument("--sample", type=float, default=None, metavar="FRACTION",
-                    help="sweep a deterministic sample of this fraction of the tuples")
+                    help="sweep a deterministic sample of this fraction of the tuples (fewer "
+                         "than 2**40 of them: FP64 pairs take e.g. 1e-32, 3.4 million pairs)")
     sw.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     sw.add_argument("--specials", default=None, metavar="V,V,...",
                     help="sweep only tuples holding one of these values (0x.. for codes; "

@@ -107,7 +107,8 @@ def _erf(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
     for x > 0, summed in integers scaled by 2**bits (each term truncated, an
     error below one unit each), until the terms are decreasing and below one
     unit (the rest of an alternating series with decreasing terms is smaller
-    than its first term)."""
+    than its first term).  Each term is the exact ratio of two integers
+    (no Fraction, whose reductions cost more than the sum)."""
     x2 = x * x
     # The largest term is about e**(x**2); keep `digits` beyond it.
     # Bits: `digits` relative to the result (about x for small x, 1 for
@@ -115,15 +116,18 @@ def _erf(x: Fraction, digits: int) -> tuple[Fraction, Fraction]:
     small = max(0, x.denominator.bit_length() - x.numerator.bit_length())
     bits = int(digits * 3.33) + 16 + small + int(x2 * 2)
     scale = 1 << bits
-    term = x * scale  # x**(2n+1) / n! × scale, exact as a Fraction
+    # x**(2n+1) / n! × scale = num / den, exactly
+    num, den = x.numerator << bits, x.denominator
+    x2_num, x2_den = x2.numerator, x2.denominator
     n, err, total_int = 0, 0, 0
     while True:
-        t = int(term / (2 * n + 1))  # truncated toward zero
+        t = num // (den * (2 * n + 1))  # truncated toward zero (both positive)
         total_int += -t if n % 2 else t
         err += 1
         n += 1
-        term = term * x2 / n
-        if n > x2 and term / (2 * n + 1) < 1:
+        num *= x2_num
+        den *= x2_den * n
+        if n > x2 and num < den * (2 * n + 1):
             err += 1  # the rest of the series
             break
     total = Fraction(total_int, scale)

@@ -5,7 +5,8 @@ Each is a fixed sequence of correctly rounded steps (see each docstring and
 ``spec/operators.md``): elementwise math in the ``compute`` format C
 (default FP32), running sums in the ``accumulate`` format A (default FP32,
 order as declared, from +0), the result converted to ``out`` O (default: the
-input's format).  Constants of a formula are the float64 literals shown,
+input's format).  Where FP32 does not hold every value of the input's format
+(FP64), C and A default to the input's format instead.  Constants of a formula are the float64 literals shown,
 rounded to nearest even into C, as a compiled kernel's constants are; ``eps``
 is rounded into C under the call's settings.
 
@@ -32,7 +33,7 @@ from ..context import Context, resolve
 from ..formats import FP16, FP32, Format
 from . import _fast32
 from ._reduce import Steps, check_order, divide_by_count, normalized_axes, sum_last
-from .operands import Distinct, Operand, constant, declared, deliver
+from .operands import Distinct, Operand, constant, declared, default_format, deliver
 
 # Elements of whole rows that a row-wise operator on the fast FP32 steps
 # computes at a time (see _Call.by_rows): 1 MiB of float32 per intermediate.
@@ -56,8 +57,8 @@ class _Call:
         self.rng, self.overrides = rng, overrides
         self.steps = Steps(ctx, rng, overrides)
         self.constants: dict[tuple[float, Any], tuple[np.ndarray, int]] = {}  # see encode()
-        self.c = declared(op, "compute", compute)
-        self.a = declared(op, "accumulate", accumulate)
+        self.c = default_format(op, "compute", compute, self.operand.fmt)
+        self.a = default_format(op, "accumulate", accumulate, self.operand.fmt)
         self.o = self.operand.fmt if out is None else declared(op, "out", out)
         self.order = check_order(op, order)
         # FP32 steps by the machine's float32 arithmetic where provably equal
@@ -251,10 +252,11 @@ def _shifted(c: _Call, stable: bool) -> np.ndarray:
 
 
 _NUMERICS = """
-    ``compute`` (C, default FP32), ``accumulate`` (A, default FP32), ``out``
-    (O, default: the input's format), ``order`` of the running sums (see
-    :mod:`fpsim.ops`), and the settings of :mod:`fpsim.array` (``ctx=``,
-    ``rounding=``, ``ftz=``, ``daz=``, ``saturate=``, ``rng=``...).  Input:
+    ``compute`` (C) and ``accumulate`` (A), default FP32 (FP64 for FP64
+    input), ``out`` (O, default: the input's format), ``order`` of the
+    running sums (see :mod:`fpsim.ops`), and the settings of
+    :mod:`fpsim.array` (``ctx=``, ``rounding=``, ``ftz=``, ``daz=``,
+    ``saturate=``, ``rng=``...).  Input:
     values of a float dtype or codes with ``fmt=``.  ``workers=``: the
     threads a large call may run its blocks of rows on (None or 1: this
     thread alone, as measured fastest on two cores); the bits and flags
@@ -263,7 +265,7 @@ _NUMERICS = """
 
 @quiet
 def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
-            stable: bool = True, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+            stable: bool = True, compute: Any = None, accumulate: Any = None, out: Any = None,
             order: Any = "sequential", rng: Any = None, workers: int | None = None,
             **overrides: Any) -> np.ndarray:
     """Softmax along ``axis``, as these roundings:
@@ -312,7 +314,7 @@ def _softmax_steps(c: _Call, stable: bool) -> np.ndarray:
 
 @quiet
 def log_softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = None,
-                stable: bool = True, compute: Any = FP32, accumulate: Any = FP32,
+                stable: bool = True, compute: Any = None, accumulate: Any = None,
                 out: Any = None, order: Any = "sequential", rng: Any = None,
                 workers: int | None = None,
                 **overrides: Any) -> np.ndarray:
@@ -337,7 +339,7 @@ _VARIANCES = ("two_pass", "one_pass")
 @quiet
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, ctx: Context | None = None, *,
                fmt: Any = None, eps: float = 1e-5, variance: str = "two_pass",
-               compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+               compute: Any = None, accumulate: Any = None, out: Any = None,
                order: Any = "sequential", rng: Any = None, workers: int | None = None,
                **overrides: Any) -> np.ndarray:
     """Layer normalization over the last axis (N elements), as these
@@ -397,7 +399,7 @@ def _affine(c: _Call, y: np.ndarray, weight: Any, bias: Any) -> np.ndarray:
 
 @quiet
 def rms_norm(x: Any, weight: Any = None, ctx: Context | None = None, *, fmt: Any = None,
-             eps: float = 1e-6, compute: Any = FP32, accumulate: Any = FP32, out: Any = None,
+             eps: float = 1e-6, compute: Any = None, accumulate: Any = None, out: Any = None,
              order: Any = "sequential", rng: Any = None, workers: int | None = None,
              **overrides: Any) -> np.ndarray:
     """RMS normalization over the last axis: ``ms`` = (running sum of
@@ -440,7 +442,7 @@ def _sigmoid_steps(c: _Call) -> np.ndarray:
 
 
 @quiet
-def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
+def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = None,
             out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """``1 / (1 + exp(-x))`` as roundings in C: ``e = exp(-xc)`` (correctly
     rounded), ``t = 1 + e``, ``y = 1 / t``, converted to O."""
@@ -449,7 +451,7 @@ def sigmoid(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any
 
 
 @quiet
-def silu(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = FP32,
+def silu(x: Any, ctx: Context | None = None, *, fmt: Any = None, compute: Any = None,
          out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """``x * sigmoid(x)``: the steps of :func:`sigmoid`, then ``y = xc * s``
     in C, converted to O."""
@@ -462,7 +464,7 @@ _APPROXIMATIONS = ("none", "tanh")
 
 @quiet
 def gelu(x: Any, ctx: Context | None = None, *, fmt: Any = None, approximate: str = "none",
-         compute: Any = FP32, out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
+         compute: Any = None, out: Any = None, rng: Any = None, **overrides: Any) -> np.ndarray:
     """GELU, as roundings in C (constants: the float64 literals, rounded to
     nearest even into C):
 
@@ -521,7 +523,7 @@ def _check_reduction(op: str, reduction: str) -> None:
 
 @quiet
 def mse_loss(pred: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
-             reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
+             reduction: str = "mean", compute: Any = None, accumulate: Any = None,
              out: Any = None, order: Any = "sequential", rng: Any = None,
              **overrides: Any) -> np.ndarray:
     """Mean squared error: ``d = pred - target`` and ``q = d * d`` in C
@@ -539,7 +541,7 @@ def mse_loss(pred: Any, target: Any, ctx: Context | None = None, *, fmt: Any = N
 
 @quiet
 def cross_entropy(logits: Any, target: Any, ctx: Context | None = None, *, fmt: Any = None,
-                  reduction: str = "mean", compute: Any = FP32, accumulate: Any = FP32,
+                  reduction: str = "mean", compute: Any = None, accumulate: Any = None,
                   out: Any = None, order: Any = "sequential", rng: Any = None,
                   **overrides: Any) -> np.ndarray:
     """Cross-entropy of ``logits`` (N×K) against class indices ``target``

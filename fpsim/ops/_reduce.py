@@ -20,7 +20,7 @@ from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
 from ._matrix_unit import matrix_unit_gemm, schedule_of
-from .operands import Operand, declared, deliver, holds
+from .operands import Operand, declared, default_format, deliver, holds
 
 __all__ = ["sum", "mean", "dot", "matmul"]
 
@@ -242,7 +242,7 @@ def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, s
     number of terms."""
     order = check_order(op, order)
     operand = Operand(op, x, fmt)
-    acc_fmt = declared(op, "accumulate", accumulate)
+    acc_fmt = default_format(op, "accumulate", accumulate, operand.fmt)
     # (converted in C order of x, before the axes move)
     converted = steps.convert(operand.codes, operand.fmt, acc_fmt)
     terms = _reduced_last(op, converted, axis)
@@ -251,21 +251,23 @@ def _sum_in(op: str, x: Any, axis: Any, fmt: Any, accumulate: Any, order: Any, s
 
 @quiet
 def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
-        fmt: Format | str | None = None, accumulate: Format | str = FP32,
+        fmt: Format | str | None = None, accumulate: Format | str | None = None,
         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
         **overrides: Any) -> np.ndarray:
     """The sum of ``x`` over ``axis`` (all elements by default, or an
     integer, or a tuple of them), with declared numerics:
 
-    1. every element is converted to ``accumulate`` (default FP32; exact when
+    1. every element is converted to ``accumulate`` (default FP32, or the
+       input's format where FP32 does not hold its values: FP64; exact when
        that format holds the input's values), all at once, in C order;
     2. the elements along the axis are added in ``order`` (``"sequential"``
        by default; see :mod:`fpsim.ops`), each addition rounded once in
        ``accumulate``, the accumulator starting at +0;
     3. the sum is converted to ``out`` (default: the input's format).
 
-    ``x``: values of a float dtype (float16, float32, bfloat16, float8_*),
-    or integer codes with ``fmt=``; the result is values of ``out``'s dtype
+    ``x``: values of a float dtype (float16, float32, float64, bfloat16,
+    float8_*), or integer codes with ``fmt=``; the result is values of
+    ``out``'s dtype
     when the input was values and the dtype exists, else codes.  Settings
     as in :mod:`fpsim.array` (``ctx=``, ``rounding=``, ``ftz=``, ``daz=``,
     ``saturate=``, ...; ``rng=`` for stochastic rounding, one draw per
@@ -278,6 +280,11 @@ def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
     (409.5, 256.0)
     >>> float(sum(x, accumulate="fp16", order="pairwise"))
     409.5
+
+    FP64 inputs accumulate in FP64 by default, each addition rounded once:
+
+    >>> float(sum(np.array([1e16, 1.0, 1.0]))), float(sum(np.array([1.0, 1.0, 1e16])))
+    (1e+16, 1.0000000000000002e+16)
     """
     steps = Steps(ctx, rng, overrides)
     operand, acc_fmt, total, _ = _sum_in("sum", x, axis, fmt, accumulate, order, steps)
@@ -287,7 +294,7 @@ def sum(x: Any, axis: Any = None, ctx: Context | None = None, *,  # noqa: A001
 
 @quiet
 def mean(x: Any, axis: Any = None, ctx: Context | None = None, *,
-         fmt: Format | str | None = None, accumulate: Format | str = FP32,
+         fmt: Format | str | None = None, accumulate: Format | str | None = None,
          out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
          **overrides: Any) -> np.ndarray:
     """The mean of ``x`` over ``axis``: the sum of :func:`sum` (steps 1-2) in
@@ -364,7 +371,7 @@ def _contract(op: str, a: Operand, b: Operand, a2: np.ndarray, b2: np.ndarray,
         raise TypeError(f"{op}(): operands are in different formats ({a.fmt.name} and "
                         f"{b.fmt.name}); convert first, e.g. fpsim.array.round(x, "
                         f"{a.fmt.name!r})")
-    acc_fmt = declared(op, "accumulate", accumulate)
+    acc_fmt = default_format(op, "accumulate", accumulate, a.fmt)
     out_fmt = a.fmt if out is None else declared(op, "out", out)
     if compute is None:
         if not holds(acc_fmt, a.fmt):
@@ -471,13 +478,14 @@ def _fast_fp32(ca: np.ndarray, cb: np.ndarray, fmt: Format, order: Any, promote_
 
 @quiet
 def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
-        compute: Format | str | None = None, accumulate: Format | str = FP32,
+        compute: Format | str | None = None, accumulate: Format | str | None = None,
         out: Format | str | None = None, order: Any = "sequential", rng: Any = None,
         workers: int | None = None, **overrides: Any) -> np.ndarray:
     """The dot product of two vectors of one format, with declared numerics:
 
     * ``compute=None`` (default): the inputs are converted to ``accumulate``
-      (default FP32, which must hold every input value exactly) and each
+      (default FP32, or the input's format where FP32 does not hold its
+      values: FP64; it must hold every input value exactly) and each
       product is exact and rounded once together with its addition:
       ``acc = fma(x[i], y[i], acc)`` in ``accumulate``; in the
       ``"pairwise"`` order, where a product is a leaf of the tree, it is
@@ -495,6 +503,13 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
     (0.0, 7.450580596923828e-09)
     >>> float(dot(x, x, compute="fp16", out="fp32"))     # products rounded in FP16 first
     0.0
+
+    FP64 vectors accumulate in FP64 (each exact product rounded once with its
+    addition: the first fma keeps 1 + 2**-29 of 1 + 2**-29 + 2**-60):
+
+    >>> v = np.array([1.0 + 2.0**-30, -1.0]); w = np.array([1.0 + 2.0**-30, 1.0])
+    >>> float(dot(v, w)) == 2.0**-29
+    True
     """
     steps = Steps(ctx, rng, overrides)
     a, b = Operand("dot", x, fmt), Operand("dot", y, fmt, "y")
@@ -508,7 +523,7 @@ def dot(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None 
 
 @quiet
 def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | None = None,
-           compute: Format | str | None = None, accumulate: Format | str = FP32,
+           compute: Format | str | None = None, accumulate: Format | str | None = None,
            out: Format | str | None = None, order: Any = "sequential",
            promote_every: int | None = None, promote_to: Format | str = FP32,
            rng: Any = None, workers: int | None = None, split_k: int | None = None,

@@ -4,8 +4,9 @@ or codes), its declared formats, and delivering its result.
 Internal contract (for :mod:`fpsim.ops` and :mod:`fpsim.quant`, whose
 recipes take operands as the operators do): ``Operand(op, x, fmt, name)``
 reads an input into ``codes``, ``fmt`` and ``typed``; ``declared`` resolves
-a declared format; ``deliver`` returns a result as the inputs came (values
-of the format's dtype, or codes); ``constant``, ``holds`` and
+a declared format and ``default_format`` a ``compute=`` or ``accumulate=``
+that may be left to its default; ``deliver`` returns a result as the inputs
+came (values of the format's dtype, or codes); ``constant``, ``holds`` and
 ``Distinct`` (an elementwise computation on each distinct code once) as
 documented below.  Anything else here is private."""
 
@@ -18,7 +19,7 @@ import numpy as np
 from .. import array
 from ..array.engine import VALUE_DTYPE_NAMES, as_array, check_size, raw_codes
 from ..context import Context
-from ..formats import Format
+from ..formats import FP32, Format
 from ..formats import format as _lookup
 from ..modes import STOCHASTIC
 
@@ -81,6 +82,25 @@ def holds(wide: Format, narrow: Format) -> bool:
         return False
     # (a format without subnormals has min_subnormal == min_normal)
     return narrow.min_subnormal >= wide.min_subnormal
+
+
+def default_format(op: str, name: str, given: Format | str | None, fmt: Format) -> Format:
+    """The format an operator's ``compute=`` or ``accumulate=`` names, or
+    where it is None (the default), FP32, or the input format ``fmt`` itself
+    where FP32 does not hold every value of it (FP64): the narrowest default
+    that keeps every input value exact.
+
+    >>> import fpsim
+    >>> default_format("sum", "accumulate", None, fpsim.FP16).name
+    'fp32'
+    >>> default_format("sum", "accumulate", None, fpsim.FP64).name
+    'fp64'
+    >>> default_format("sum", "accumulate", "bf16", fpsim.FP64).name
+    'bf16'
+    """
+    if given is not None:
+        return declared(op, name, given)
+    return FP32 if holds(FP32, fmt) else fmt
 
 
 def constant(value: float, fmt: Format) -> np.ndarray:

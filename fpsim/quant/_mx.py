@@ -106,6 +106,13 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
                          "power-of-two scale is computed exactly)")
     check_scale_rounding(scale_rounding)
     elem = mx_element(elem)
+    if isinstance(elem, Format) and elem.emin - elem.mantissa_bits < -1021:
+        raise ValueError(f"quantize(): element_format={elem.name} cannot be an MX element: MX "
+                         "computes its scaled values in float64, exact for elements whose "
+                         f"smallest subnormal is 2**-1021 or more ({elem.name}'s is 2**"
+                         f"{elem.emin - elem.mantissa_bits}); accepted {_MX_ELEMENTS} of that "
+                         "range (every registered format but FP64); FP64 elements are accepted "
+                         "with scaling='tensor', 'channel' or ('block', ...)")
     shape = source.codes.shape
     axis, block_size = _axis_and_block(shape, axis, block_size, "MX", 32)
     groups = _Groups("mx", shape, axis=axis, size=block_size)
@@ -119,7 +126,15 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     k, nan = shared_exponent(amax, elem, scale_rounding, ctx)
     scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
     exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
-    scaled = np.ldexp(values, -exponent)  # exact: a power of two, within float64's range
+    # x / 2**k: exact for every input but FP64 values below 2**(k - 1022),
+    # whose quotient falls below float64's normal range.  Such a quotient is
+    # far below half the element's smallest subnormal (elements lie within
+    # float64's normal range, checked above), so float64's rounding of it
+    # changes nothing the element's rounding sees, in every mode, flags
+    # included, but to zero: a quotient lost to zero is put back as float64's
+    # smallest subnormal of its sign (as the integer elements' cast does).
+    scaled = np.ldexp(values, -exponent)
+    scaled = np.where((scaled == 0) & (values != 0), np.copysign(5e-324, values), scaled)
     lost = np.isnan(scaled) if not (isinstance(elem, Format) and elem.has_nan) else None
     if lost is not None and lost.any():
         # OCP MX: a NaN scale makes every value of the block NaN, whatever its

@@ -181,7 +181,8 @@ class Quantized:
                 top = float(np.asarray(self.tensor_scale).astype(np.float64))
                 return (values * scale) / top  # the product exact, one rounding
             if self.recipe.scale_rule == "amax/max":
-                # exact: at most 24 + 24 bits of significand, in float64's range
+                # IEEE multiplication: the exact product rounded once (exact
+                # itself unless an FP64 element or scale has too many bits)
                 return values * scale
             return values / scale  # IEEE division: the exact quotient rounded once
 
@@ -232,7 +233,12 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     ``block_size`` (default 16) with E4M3 scales and an FP32 tensor scale; see
     ``fpsim/quant/_nvfp4.py``).  ``scale_format`` (FP32 by default; E8M0,
     and only E8M0, for ``"mx"``) is the format of amax, the scale, its
-    reciprocal and the scaled values.
+    reciprocal and the scaled values: any signed format with a zero, up to
+    FP64 (``"fp64"``: a recipe that computes its scales in double
+    precision).  ``x`` may hold FP64 values (float64) under every scaling;
+    the element format may be FP64 too, but not for ``"mx"``, whose scaled
+    values are computed in float64 (its elements lie within float64's
+    normal range).
 
     A real failure, reproduced: an FP16 tensor quantized to E5M2 with the
     scale computed in FP16.  amax / 57344 is a subnormal of FP16, its
@@ -246,6 +252,18 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     >>> fixed = quantize(x, "e5m2", scale_format="fp16", eps=2**-14)  # scale >= FP16's min normal
     >>> fixed.data.astype(float).tolist(), fixed.dequantize().tolist()
     ([[0.0, 0.0, 1536.0, 1536.0]], [[0.0, 0.0, 0.09375, 0.09375]])
+
+    The same failure one level up: float64 inputs whose amax (1e-40) is a
+    subnormal of FP32, where the reciprocal of the scale overflows (0 × inf
+    is NaN, every other element saturates); with ``scale_format="fp64"``
+    the scale is a normal number and the elements keep their ratio:
+
+    >>> x = np.array([0.0, 1e-40, -5e-41])
+    >>> quantize(x, "e4m3").data.astype(float).tolist()
+    [nan, 448.0, -448.0]
+    >>> q = quantize(x, "e4m3", scale_format="fp64")
+    >>> q.data.astype(float).tolist(), float(q.scale) == 1e-40 / 448
+    ([0.0, 448.0, -224.0], True)
     """
     op = "quantize"
     elem = element("quantize()", element_format)
@@ -273,6 +291,15 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
                               block_size=block_size, rounding=rounding, saturate=saturate,
                               rng=rng, eps=eps, scale_rule=scale_rule)
     sfmt = _declared_format("scale_format", FP32 if scale_format is None else scale_format)
+    if elem.max > sfmt.max:
+        # (FP64 elements with the default FP32 scale: the element's max, the
+        # scale's divisor or dividend, is infinite in S, and so every scale)
+        wide = elem.name if isinstance(elem, Format) else "fp32"
+        raise ValueError(f"quantize(): element_format={elem.name}'s largest value "
+                         f"{float(elem.max):.6g} is beyond scale_format={sfmt.name}'s "
+                         f"({float(sfmt.max):.6g}): no scale computed in {sfmt.name} maps a "
+                         f"group's amax onto {elem.name}'s range; declare a scale_format that "
+                         f"holds it (scale_format={wide!r})")
     # (a block size no scaling here reads is refused, not ignored)
     if block_size is not None:
         raise ValueError(f"quantize(): block_size={block_size!r} applies with scaling='mx' or "
@@ -446,15 +473,17 @@ def _declared_format(name: str, fmt: Any) -> Format:
 
 def _check_usable(name: str, fmt: Format) -> None:
     """Elements and scales need a sign and a zero (E8M0 has neither: it is
-    MX's scale, used by scaling='mx' alone) and the array engine's widths."""
+    MX's scale, used by scaling='mx' alone) and the array engine's formats
+    (up to 64 bits of precision up to 53: FP64 and every narrower one)."""
     if not (fmt.signed and fmt.has_zero):
         raise ValueError(f"quantize(): {name}={fmt.name} has no sign or no zero, so it cannot "
                          "hold every element or scale (E8M0 is the MX scale: use "
                          "scaling='mx'); accepted a signed format with a zero, or an integer "
                          "element: int8, int4, int2, mxint8 (and their _sym variants)")
-    if fmt.width > 32:
-        raise ValueError(f"quantize(): {name}={fmt.name} is {fmt.width} bits; the array engine "
-                         "computes in formats of at most 32 bits")
+    if fmt.width > 64 or fmt.precision > 53:
+        raise ValueError(f"quantize(): {name}={fmt.name} is {fmt.width} bits of precision "
+                         f"{fmt.precision}; the array engine computes in formats of at most 64 "
+                         "bits and precision 53 (FP64)")
 
 
 def _deliver(codes: np.ndarray, fmt: ElementFormat) -> np.ndarray:

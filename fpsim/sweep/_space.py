@@ -67,14 +67,16 @@ class Space:
         # Flat indices are uint64 up to 2**64 tuples (FP32 pairs, FP64
         # codes); enumerating them all stops at 2**63.  Beyond 2**64 (FP64
         # pairs), a sample alone, its flat indices Python integers.
+        tuples = {1: "codes", 2: "pairs", 3: "triples"}.get(arity, f"{arity}-tuples")
         if kind == "all" and self.bits > 63:
-            raise ValueError(f"a sweep of {self._tuples()} (2**{self.bits}) is beyond reach; "
-                             f"sweep a sample ({self._sample_hint()})"
-                             + ("" if self.bits > 64 else
+            raise ValueError(f"a sweep of every {fmt.name} {tuples[:-1]} (2**{self.bits}) is "
+                             f"beyond reach; sweep a sample ({self._sample_hint()})"
+                             + ("" if self.bits > 64 else " or given special values (specials=)"
+                                if arity == 1 else
                                 " or the tuples holding special values (specials=)"))
         if kind == "specials" and self.bits > 64:
             rest = fmt.width * (arity - 1)
-            raise ValueError(f"the tuples of {self._tuples()} holding a special value are "
+            raise ValueError(f"a sweep of the {fmt.name} {tuples} holding a special value is "
                              f"beyond reach: each special value meets all 2**{rest} codes of "
                              f"the other operand{'s' if arity > 2 else ''}; sweep a sample "
                              f"({self._sample_hint()})")
@@ -102,11 +104,6 @@ class Space:
             self.size = sum(line_sizes)
         else:
             raise ValueError(f"unknown space kind {kind!r}")
-
-    def _tuples(self) -> str:
-        if self.arity == 1:
-            return f"every {self.fmt.name} code"
-        return f"every tuple of {self.arity} {self.fmt.name} operands"
 
     def _sample_hint(self) -> str:
         """The largest fraction a sample of this space may take, in words."""

@@ -155,25 +155,35 @@ class _Source:
     def _converted(self, x: np.ndarray) -> np.ndarray:
         fmt = self.fmt
         wide = x.astype(np.float64)
+        if x.dtype.itemsize > 8:
+            # A long double: its values must be float64 values first (every
+            # bit kept), then values of the format as below.
+            self._check(x, wide.astype(x.dtype), x)
+            x = wide
         try:
-            if fmt.width > 32:  # FP64: every narrower binary value is one of its values
-                codes = wide.view(np.uint64)
+            if _array.value_dtype(fmt) == np.float64:
+                codes = wide.view(np.uint64)  # FP64: widening to float64 is exact
             else:
                 codes = _array.encode(x, fmt, Context())
         except ValueError as exc:
             raise ValueError(f"{self.label}: {exc}") from None
-        back = _array.decode(codes, fmt).astype(np.float64)
-        nan = np.isnan(wide)
-        same = (back == wide) | (nan & np.isnan(back))
-        if fmt.has_negative_zero:
-            same &= np.signbit(back) == np.signbit(wide)
+        self._check(wide, _array.decode(codes, fmt).astype(np.float64), x)
+        return codes
+
+    def _check(self, values: np.ndarray, back: np.ndarray, x: np.ndarray) -> None:
+        """Raise unless ``back`` (what was read) equals ``values`` (the
+        input ``x`` in the same dtype) element by element: NaN for NaN, and
+        the sign of zero where the format keeps it."""
+        nan = np.isnan(values)
+        same = (back == values) | (nan & np.isnan(back))
+        if self.fmt.has_negative_zero:
+            same &= np.signbit(back) == np.signbit(values)
         if not same.all():
             i = int(np.argmin(same))
             advice = self.round_hint or (f"{self.hint} naming the format the data is in, or "
                                          "pass its codes")
-            raise ValueError(f"{self.label} ({x.dtype}) holds values that are not {fmt.name} "
-                             f"values (the first: {wide[i]!r}); {advice}")
-        return codes
+            raise ValueError(f"{self.label} ({x.dtype}) holds values that are not "
+                             f"{self.fmt.name} values (the first: {values[i]!r}); {advice}")
 
 
 def _sources(actual: Any, expected: Any, fmt: Format | str | None,
