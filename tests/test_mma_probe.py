@@ -244,3 +244,17 @@ def test_a_callable_that_is_not_a_dot_product_is_refused():
 
     with pytest.raises(mma.ProbeError, match="does not compute a·b \\+ c"):
         mma.probe(doubled, "fp16")
+
+
+def test_a_pairwise_result_prints():
+    """A probe that finds a pairwise tree (which adds c last) prints its
+    parameters: the defaults it is compared with are a valid unit (issue 42:
+    str() of jnp.dot bf16 -> bf16's result raised MMAParams' ValueError)."""
+    from fpsim.mma.probe import _params_text
+    p = mma.MMAParams("bf16", "bf16", k=64, accumulation="pairwise", c_joins="last",
+                      extra_bits=None)
+    text = _params_text(p)
+    assert text == "k=64 pairwise rounding=rtz"
+    for key in mma.presets():
+        model = mma.preset(*key)
+        assert _params_text(model.params).startswith(f"k={model.params.k} ")

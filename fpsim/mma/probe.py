@@ -150,8 +150,15 @@ class ProbeResult:
 
 
 def _params_text(p: MMAParams) -> str:
-    default = MMAParams(p.input, p.output, k=p.k, accumulation=p.accumulation,
-                        extra_bits=p.extra_bits)
+    """The parameters that differ from the defaults of a unit with the same
+    input, output, k, accumulation and extra bits (where those defaults are
+    not a valid unit, e.g. a pairwise tree, which adds c last, the fields
+    the accumulation requires are taken from ``p``)."""
+    base = dict(k=p.k, accumulation=p.accumulation, extra_bits=p.extra_bits)
+    try:
+        default = MMAParams(p.input, p.output, **base)
+    except ValueError:
+        default = MMAParams(p.input, p.output, **base, c_joins=p.c_joins)
     parts = [f"k={p.k}", p.accumulation]
     if p.extra_bits is not None:
         parts.append(f"extra_bits={p.extra_bits}")
