@@ -69,8 +69,8 @@ def _source_format(a: np.ndarray, fmt: Format | str | None) -> Format:
 
 @quiet
 def decode(codes: Any, fmt: Format | str) -> np.ndarray:
-    """The values of ``codes`` as float64 (exact for every format up to 32
-    bits; NaN codes give NaN of the same sign).
+    """The values of ``codes`` as float64 (exact for every format up to
+    FP64; NaN codes give NaN of the same sign).
 
     >>> decode(np.array([0x7e, 0xff], np.uint8), "e4m3")
     array([448.,  nan])
@@ -189,6 +189,8 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
     general: Converter = lambda chunk, rand: _encode_chunk(fmt, source, chunk, key, rand)  # noqa: E731
     if stochastic:
         return general
+    if fmt == FP64 and _exact_in_fp64(source):
+        return _into_fp64(source, key, general)
     if fmt == FP32 and source == FP64:
         machine = native.usable(key)
         return lambda chunk, rand: round_fp64_to_fp32(
@@ -239,6 +241,48 @@ def _chunk_converter(fmt: Format, source: Format, key: tuple[Any, ...], size: in
         return codes, flags
 
     return via_proxy
+
+
+def _exact_in_fp64(source: Format) -> bool:
+    """Whether every finite value of ``source`` is an FP64 value (its
+    conversion into FP64 is then exact)."""
+    return (source.precision <= FP64.precision and source.emax <= FP64.emax
+            and source.emin - source.mantissa_bits >= FP64.emin - FP64.mantissa_bits)
+
+
+def _into_fp64(source: Format, key: tuple[Any, ...], general: Converter) -> Converter:
+    """Conversions into FP64 from a format whose values are all FP64's: the
+    float64 value (numpy's and ml_dtypes' casts, or :func:`decode`, are
+    exact) is the result, with no flag.  NaN inputs (whose codes the NaN
+    policy decides) and, under DAZ, subnormal inputs (read as zeros), and
+    under FTZ values below FP64's smallest normal (flushed) go to the
+    kernel."""
+    daz, ftz = key[3], key[2]
+    tiny = float(FP64.min_normal)
+    dt = value_dtype(source)
+
+    def convert(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
+        codes = raw_codes(chunk, source)
+        with np.errstate(invalid="ignore"):
+            if dt is not None:
+                values = codes.view(dt).astype(np.float64)
+            else:
+                values = decode(codes, source)
+        out = values.view(U64)
+        flags = np.zeros(out.shape, U8)
+        redo = np.isnan(values)
+        if daz and source.subnormals:
+            magnitude = codes & codes.dtype.type(source.magnitude_mask)
+            redo |= (magnitude != 0) & (magnitude < codes.dtype.type(1 << source.mantissa_bits))
+        if ftz and source.emin - source.mantissa_bits < FP64.emin:
+            a = np.abs(values)
+            redo |= (a < tiny) & (a != 0)
+        if redo.any():
+            i = np.flatnonzero(redo)
+            out[i], flags[i] = general(chunk[i], None)
+        return out, flags
+
+    return convert
 
 
 def _kernel_for_nans(codes: np.ndarray, flags: np.ndarray, bits: np.ndarray, source: Format,

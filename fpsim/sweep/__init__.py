@@ -33,6 +33,11 @@ rounds to -0), either way round.
 >>> print(rep.report.offenders[0].index, rep.operands_text(rep.report.offenders[0]))
 (14336, 2) 0x3800 (0.5), 0x0002 (1.1920928955078125e-07)
 
+Formats up to FP64: every tuple up to ``2**63`` of them, a sample or the
+tuples holding special values up to ``2**64`` (FP32 pairs, every FP64
+code), a sample beyond (FP64 pairs, ``2**128``: ``sample=1e-32`` is 3.4
+million of them).
+
 The command line: ``python -m fpsim sweep add --fmt fp16 --against
 mykernels:fp16_add [--scheduler local|ADDRESS] [--sample F] [--json]``.
 """
