@@ -379,6 +379,25 @@ def test_add_sequence_in_fp64():
                 assert float(acc) == got[j]
 
 
+def test_add_sequence_in_fp64_equals_a_loop_of_add_flags_included():
+    """The machine's running sum (round to nearest even) and the
+    step-by-step path (overflow, NaN, directed modes) both equal a loop of
+    array.add, flags included."""
+    rng = np.random.default_rng(6)
+    cases = [rng.standard_normal((30, 8)), np.ones((5, 3)),
+             np.array([[1e308, -1e308], [1e308, 1.0], [-1e308, np.nan]]),
+             np.array([[2.0**-1074, 3.0], [2.0**-1074, -3.0]])]
+    for terms in cases:
+        for mode in ("rne", "rup"):
+            ctx_seq, ctx_loop = fpsim.Context(rounding=mode), fpsim.Context(rounding=mode)
+            got = array.add_sequence(terms, ctx_seq)
+            acc = np.zeros(terms.shape[1])
+            for t in terms:
+                acc = array.add(acc, t, ctx_loop)
+            assert np.array_equal(got.view(U64), acc.view(U64)), (terms, mode)
+            assert ctx_seq.flags == ctx_loop.flags, (terms, mode)
+
+
 def test_comparisons_on_fp64():
     rng = np.random.default_rng(4)
     x = np.concatenate([rng.standard_normal(100), as_codes(SPECIALS).view(np.float64)])

@@ -42,7 +42,7 @@ import numpy as np
 from .. import _machine, _threads
 from .._errstate import quiet
 from ..context import Context, resolve
-from ..formats import FP16, FP32, Format
+from ..formats import FP16, FP32, FP64, Format
 from ..formats import format as _lookup
 from ..modes import STOCHASTIC, Rounding
 from ..rounding import INEXACT, INVALID
@@ -246,7 +246,8 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
     default); the same codes and flags as the loop
     ``acc = add(acc, terms[i])`` from ``acc = initial``, which is how it is
     computed, except that in round-to-nearest-even (no ftz, no daz) FP32
-    sums use the machine's float32 addition where it is IEEE's, with TwoSum
+    and FP64 sums use the machine's float32 or float64 addition where it is
+    IEEE's, with TwoSum
     deciding INEXACT, and FP16 sums the exact float64 sum rounded by numpy's
     float16 cast where that is IEEE's (both checked on each call; results
     that are not finite are redone step by step).
@@ -279,7 +280,9 @@ def add_sequence(terms: Any, ctx: Context | None = None, *, fmt: Format | str | 
     done = None
     if key[0] is Rounding.RNE and not key[2] and not key[3]:
         if fmt == FP32 and native.float32_adds_are_ieee():
-            done = native.running_sum_fp32(codes.view(np.float32), acc.view(np.float32))
+            done = native.running_sum(codes.view(np.float32), acc.view(np.float32))
+        elif fmt == FP64 and _machine.float64_ops_are_ieee():
+            done = native.running_sum(codes.view(np.float64), acc.view(np.float64))
         elif fmt == FP16 and native.float16_casts_are_ieee():
             done = native.running_sum_fp16(codes.view(np.float16), acc.view(np.float16))
         if done is not None:

@@ -228,12 +228,15 @@ def running_sum_fp16(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray
     return rounded, inexact
 
 
-def running_sum_fp32(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
+def running_sum(terms: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, bool] | None:
     """``((initial + terms[0]) + terms[1]) + ...`` along the first axis of a
-    float32 array, each sum rounded to nearest even by the machine, and
-    whether any was inexact; None where a result is not finite (overflow,
-    infinities or NaNs: the caller takes the step-by-step path).  The caller
-    checks :func:`float32_adds_are_ieee` first."""
+    float32 or float64 array, each sum rounded to nearest even by the
+    machine, and whether any was inexact (TwoSum's error, exact wherever the
+    sum is finite); None where a result is not finite (overflow, infinities
+    or NaNs: the caller takes the step-by-step path).  A sum of two values
+    of the array's own type that falls below its smallest normal is exact,
+    so no sum underflows.  The caller checks :func:`float32_adds_are_ieee`
+    or :func:`fpsim._machine.float64_ops_are_ieee` first."""
     acc = initial.copy()
     s = np.empty_like(acc)
     inexact = False

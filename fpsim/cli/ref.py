@@ -30,7 +30,9 @@ def add(sub: Any) -> None:
     rf.add_argument("--out-fmt", default=None, help="the output's format (default: --fmt)")
     rf.add_argument("--shape", action="append", default=[],
                     help="shape of a raw input, e.g. 64x128 (once per input, in order)")
-    rf.add_argument("--accumulate", default=None, help="accumulation format (default fp32)")
+    rf.add_argument("--accumulate", default=None,
+                    help="accumulation format (default fp32, or the input format where fp32 "
+                         "cannot hold its values: fp64)")
     rf.add_argument("--compute", default=None, help="format products/steps are rounded to")
     rf.add_argument("--order", default=None,
                     help="sequential (default), pairwise, blocked:N or split:S")

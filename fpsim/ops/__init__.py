@@ -6,14 +6,21 @@ correctly rounded steps of :mod:`fpsim.array` whose formats and order are
 keywords, so that a kernel's output can be compared bit for bit with what
 its documented numerics imply:
 
-* ``accumulate=``: the format of running sums (default FP32);
+* ``accumulate=``: the format of running sums (default FP32, or the input's
+  format where FP32 does not hold its values: FP64 inputs accumulate in FP64);
 * ``compute=``: the format products are rounded to (default: exact products,
-  each rounded once together with its addition);
+  each rounded once together with its addition; the row-wise operators'
+  elementwise math, default FP32, or FP64 for FP64 inputs);
 * ``out=``: the result's format (default: the input's);
 * ``order=``: which additions a reduction makes, and in what order:
   ``"sequential"``, ``"pairwise"``, ``("blocked", n)``, ``("split", s)``;
 * the usual settings (``ctx=``, ``rounding=``, ``ftz=``, ``daz=``,
   ``saturate=``, ``rng=`` for stochastic rounding).
+
+Every format up to 64 bits is an input: values of a float dtype (FP64 as
+float64 arrays) or codes with ``fmt=``.  FP64 steps are the array engine's,
+each correctly rounded; the elementary functions on FP64 are the golden
+definition element by element (see :func:`exp`).
 
 The running sum.  Terms are added to an accumulator in the ``accumulate``
 format that starts at +0 (as a kernel's ``acc = 0`` does), each addition

@@ -24,14 +24,15 @@ number under stochastic rounding) and its flags with inexact.  The other
 elements (ends that disagree, about 2**-30 of FP16 arguments) take the
 golden path, as do zeros, infinities, NaNs and the exact cases.
 
-FP64 (and any format of more than :data:`FLOAT64_DECIDES` bits of
-precision) takes the golden path for every element: its rounding cells
-(2**-52 relative) are narrower than the interval around the float64 value
-(2**-43), which can then never decide.  The result is as exact, at the
-golden path's speed (tens of microseconds an element, erf of arguments
-between 1 and 6 about half a millisecond); each distinct code is computed
-once (not under stochastic rounding, where every element draws its own
-random number).
+FP64, and every format wider than :data:`FLOAT64_PATH_WIDTH` bits, takes
+the golden path for every element: FP64's rounding cells (2**-52 relative)
+are narrower than the interval around the float64 value (2**-43), which can
+then never decide, and the float64 path's stand-ins for results beyond
+float64's range hold for formats of at most 32 bits only.  The result is as
+exact, at the golden path's speed (tens of microseconds an element, erf of
+arguments between 1 and 6 about half a millisecond); each distinct code is
+computed once (not under stochastic rounding, where every element draws its
+own random number).
 
 FP32 in round-to-nearest-even without DAZ or FTZ takes a cheaper form of
 the same decision (:func:`_chunk_fp32_nearest`): where the float64 value
@@ -364,9 +365,9 @@ def _chunk_fp32_nearest(name: str, codes: np.ndarray, scratch: Context,
     return out, flags
 
 
-# Formats of more precision than this take the golden path for every
-# element (see the module's docstring).
-FLOAT64_DECIDES = 40
+# Formats wider than this take the golden path for every element (see the
+# module's docstring).
+FLOAT64_PATH_WIDTH = 32
 
 
 def _chunk_golden(name: str, fmt: Format, codes: np.ndarray, rand: np.ndarray | None,
@@ -402,7 +403,7 @@ def _elementwise(name: str, x: Any, ctx: Context | None, fmt: Format | str | Non
     shape = operand.codes.shape
     flat = operand.codes.reshape(-1)
     bits = stochastic_bits(key, random_bits, rng, ctx, shape)
-    golden_only = f.precision > FLOAT64_DECIDES
+    golden_only = f.width > FLOAT64_PATH_WIDTH
     distinct = Distinct.of(flat, f, key)
     inverse = None
     if distinct is not None:  # each distinct code once, then every element its code's
@@ -466,6 +467,8 @@ exp = _function("exp", "``e**x`` elementwise, correctly rounded.", """
     >>> import numpy as np
     >>> exp(np.array([0.0, 1.0, 11.0, 12.0, -20.0], np.float16)).tolist()
     [1.0, 2.71875, 59872.0, inf, 0.0]
+    >>> exp(np.array([1.0, -745.0, 710.0])).tolist()   # FP64: the smallest subnormal, inf
+    [2.718281828459045, 5e-324, inf]
 """)
 log = _function("log", "The natural logarithm elementwise, correctly rounded.", """
     >>> import numpy as np

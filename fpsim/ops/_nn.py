@@ -6,9 +6,10 @@ Each is a fixed sequence of correctly rounded steps (see each docstring and
 (default FP32), running sums in the ``accumulate`` format A (default FP32,
 order as declared, from +0), the result converted to ``out`` O (default: the
 input's format).  Where FP32 does not hold every value of the input's format
-(FP64), C and A default to the input's format instead.  Constants of a formula are the float64 literals shown,
-rounded to nearest even into C, as a compiled kernel's constants are; ``eps``
-is rounded into C under the call's settings.
+(FP64), C and A default to the input's format instead.  Constants of a
+formula are the float64 literals shown, rounded to nearest even into C, as a
+compiled kernel's constants are; ``eps`` is rounded into C under the call's
+settings.
 
 With FP32 compute in round-to-nearest-even (no FTZ, no DAZ), the FP32 steps
 run as the machine's float32 arithmetic where that is provably the same
@@ -275,6 +276,10 @@ def softmax(x: Any, axis: int = -1, ctx: Context | None = None, *, fmt: Any = No
     2. ``e = exp(d)``, correctly rounded in C;
     3. ``s`` = the running sum of ``e`` in A;
     4. ``y = e / s`` in C (``s`` converted to C), converted to O.
+
+    >>> import numpy as np
+    >>> softmax(np.array([0.0, 1.0, 2.0])).tolist()        # FP64: C and A are FP64
+    [0.09003057317038046, 0.24472847105479764, 0.6652409557748218]
     """
     check_flag("stable", stable)
     c = _Call("softmax", x, fmt, ctx, compute, accumulate, out, order, rng, overrides,

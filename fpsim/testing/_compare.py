@@ -47,7 +47,7 @@ from .. import array as _array
 from .._errstate import quiet
 from ..array import engine
 from ..context import Context
-from ..formats import Format
+from ..formats import FP64, Format
 from ..formats import format as _lookup
 from . import _kappa
 from ._dumps import Dump
@@ -134,9 +134,12 @@ class _Source:
             self._slice = lambda start, stop: np.asarray(flat[start:stop])
         dt = x.dtype
         code_bits = _array.code_dtype(fmt).itemsize * 8
+        # (None where the format has no dtype: a dtype compares equal to
+        # None when it is float64, numpy's default)
+        own = _array.value_dtype(fmt)
         if dt.kind in "iu":
             self.kind = "bits" if dt.kind == "i" and dt.itemsize * 8 == code_bits else "codes"
-        elif dt.newbyteorder("=") == _array.value_dtype(fmt):
+        elif own is not None and dt.newbyteorder("=") == own:
             self.kind = "bits"
         elif engine.format_of_dtype(dt) is not None or dt.kind == "f":
             self.kind = "values"
@@ -161,7 +164,7 @@ class _Source:
             self._check(x, wide.astype(x.dtype), x)
             x = wide
         try:
-            if _array.value_dtype(fmt) == np.float64:
+            if fmt == FP64:
                 codes = wide.view(np.uint64)  # FP64: widening to float64 is exact
             else:
                 codes = _array.encode(x, fmt, Context())

@@ -467,8 +467,10 @@ def codes_of(a: np.ndarray, fmt: Format, label: str) -> Any:
     """A dump's array as codes of ``fmt`` (value arrays must be ``fmt``'s dtype)."""
     if a.dtype.kind in "iu":
         engine.check_codes(a, fmt, label)
-    elif a.dtype.newbyteorder("=") != _array.value_dtype(fmt):
-        raise DumpError(f"{label} holds {a.dtype} values, not {fmt.name} "
-                        f"({_array.value_dtype(fmt)}): convert it, or pass the format it holds "
-                        "with --fmt")
+    else:
+        own = _array.value_dtype(fmt)  # (None, which float64 equals, where fmt has no dtype)
+        if own is None or a.dtype.newbyteorder("=") != own:
+            dtype = f" ({own})" if own is not None else ", which has no dtype: pass its codes"
+            raise DumpError(f"{label} holds {a.dtype} values, not {fmt.name}{dtype}: convert "
+                            "it, or pass the format it holds with --fmt")
     return engine.raw_codes(a, fmt, check=False)

@@ -77,6 +77,8 @@ def ulp_distance(a: int, b: int, fmt: Format | str) -> int | None:
     0
     >>> ulp_distance(0x7E00, 0x3C00, fpsim.FP16) is None
     True
+    >>> ulp_distance(0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, "fp64")  # FP64 max and -max: exact
+    18437736874454810622
     """
     fmt = _lookup(fmt)
     a, b = fmt.check_code(a), fmt.check_code(b)
