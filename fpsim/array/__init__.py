@@ -13,7 +13,7 @@ suite proves the two equal code for code and flag for flag.
   comparisons :func:`eq`, :func:`ne`, :func:`lt`, :func:`le`, :func:`gt`,
   :func:`ge`, :func:`unordered` on arrays of one format up to FP64 (float64
   arrays or uint64 codes; fast paths through the machine's own float64,
-  every lane proven by its exact error: :mod:`fpsim.array._fp64`);
+  every lane proven by its exact error: ``fpsim.array._fp64``);
 * framework arrays: PyTorch tensors, JAX and CuPy arrays are read as they
   are by every function (:func:`as_numpy` shows how), and :func:`like`
   gives results back as the caller's framework's arrays.
