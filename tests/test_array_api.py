@@ -296,13 +296,17 @@ def test_random_bits_bad_type_and_shape():
     array.encode(x, FP16, rounding="sr", sr_bits=64, random_bits=top)
 
 
-def test_fp64_target_names_the_limit():
-    with pytest.raises(ValueError, match="32 bits"):
-        array.encode(np.array([1.0]), FP64)
-    with pytest.raises(ValueError, match="32 bits"):
-        array.round(np.array([1.0]), "fp64")
-    with pytest.raises(ValueError, match="32 bits"):
-        array.convert(np.array([0x3C00], np.uint16), FP16, FP64)
+def test_targets_wider_than_fp64_name_the_limit():
+    wide = fpsim.Format("e11m60", 11, 60, 1023)     # precision 61
+    with pytest.raises(ValueError, match="up to 64 bits of precision up to 53"):
+        array.encode(np.array([1.0]), wide)
+    with pytest.raises(ValueError, match="up to 64 bits of precision up to 53"):
+        array.round(np.array([1.0]), wide)
+    with pytest.raises(ValueError, match="up to 64 bits of precision up to 53"):
+        array.convert(np.array([0x3C00], np.uint16), FP16, wide)
+    # FP64 itself is a target like the others (tests/test_array_fp64.py)
+    assert array.convert(np.array([0x3C00], np.uint16), FP16, FP64).tolist() == [
+        0x3FF0000000000000]
 
 
 def test_nan_into_a_format_without_nan():

@@ -358,6 +358,23 @@ def test_conversions_to_and_from_fp64():
                 exp_codes.append(fpsim.convert(FP64.from_bits(c), dst, ctx).bits)
                 exp_flags.append(ctx.flags.value)
             assert got[0].tolist() == exp_codes and got[1].tolist() == exp_flags, (dst, mode)
+    # into FP64: exact, except NaNs (the policy), saturated infinities,
+    # DAZ's and FTZ's subnormals
+    for src, width in (("fp32", 32), ("fp16", 16), ("bf16", 16), ("e4m3", 8), ("fp64", 64)):
+        dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: U64}[width]
+        src_codes = rng.integers(0, 1 << width, 3000, dtype=U64, endpoint=False).astype(dtype)
+        for settings in ({}, {"saturate": True}, {"daz": True}, {"ftz": True}, {"nan": "x86"},
+                         {"rounding": "rup", "saturate": True}):
+            got = array.convert(src_codes, src, FP64, return_flags=True, **settings)
+            ctx = fpsim.Context(**settings)
+            make = fpsim.format(src).from_bits
+            exp_codes, exp_flags = [], []
+            for c in src_codes.tolist():
+                ctx.clear_flags()
+                exp_codes.append(fpsim.convert(make(c), FP64, ctx).bits)
+                exp_flags.append(ctx.flags.value)
+            assert got[0].tolist() == exp_codes and got[1].tolist() == exp_flags, \
+                (src, settings)
     f32 = rng.standard_normal(1000).astype(np.float32)
     back = array.encode(f32, FP64)
     assert back.dtype == np.uint64

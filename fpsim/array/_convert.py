@@ -254,9 +254,9 @@ def _into_fp64(source: Format, key: tuple[Any, ...], general: Converter) -> Conv
     """Conversions into FP64 from a format whose values are all FP64's: the
     float64 value (numpy's and ml_dtypes' casts, or :func:`decode`, are
     exact) is the result, with no flag.  NaN inputs (whose codes the NaN
-    policy decides) and, under DAZ, subnormal inputs (read as zeros), and
-    under FTZ values below FP64's smallest normal (flushed) go to the
-    kernel."""
+    policy decides), infinities (which saturation may change), under DAZ
+    subnormal inputs (read as zeros) and under FTZ values below FP64's
+    smallest normal (flushed) go to the kernel."""
     daz, ftz = key[3], key[2]
     tiny = float(FP64.min_normal)
     dt = value_dtype(source)
@@ -270,7 +270,7 @@ def _into_fp64(source: Format, key: tuple[Any, ...], general: Converter) -> Conv
                 values = decode(codes, source)
         out = values.view(U64)
         flags = np.zeros(out.shape, U8)
-        redo = np.isnan(values)
+        redo = ~np.isfinite(values)
         if daz and source.subnormals:
             magnitude = codes & codes.dtype.type(source.magnitude_mask)
             redo |= (magnitude != 0) & (magnitude < codes.dtype.type(1 << source.mantissa_bits))
