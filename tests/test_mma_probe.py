@@ -15,7 +15,10 @@ ranges, not by the probe's own ``observable``:
   product bit plus the grid (-48 + 23 + extra_bits); elsewhere the probe
   must say None.
 * ``zero_c_at_emin`` (CDNA3) acts only on product sums below 2**-126: BF16
-  and TF32 inputs only.
+  and TF32 inputs only, and only where a directed normalized cut (MMA-Sim's
+  F2 = 31 register, whose exponent is at least -126) does not already cut
+  below 2**-126 at least as coarsely as the zero c's alignment (31 <= 23 +
+  1 + 8 on MI300X: then it changes nothing).
 * ``products_limited`` acts only on products >= 2**(emax+1) of the output
   (2**128 for FP32: BF16 and TF32 only; 2**16 for FP16 output), and not in
   a pairwise unit (whose products are rounded to the output first, which
@@ -64,7 +67,10 @@ def expected(p: MMAParams) -> dict:
     if late:
         out.update(late_extra_bits=p.late_extra_bits, align_rounding=p.align_rounding,
                    c_dropped_below=p.c_dropped_below, normalized_bits=p.normalized_bits)
-        if p.input in _WIDE_RANGE:
+        nb = p.normalized_bits
+        cut_first = nb is not None and p.align_rounding != "rne" and \
+            nb <= 23 + p.extra_bits + p.late_extra_bits
+        if p.input in _WIDE_RANGE and not cut_first:
             out["zero_c_at_emin"] = p.zero_c_at_emin
     if p.accumulation != "pairwise":
         if p.input in _WIDE_RANGE or p.output == "fp16":

@@ -72,7 +72,8 @@ def observable(params: MMAParams) -> dict[str, Any]:
       Hopper's -133; BF16 and TF32 inputs do, and so do FP16 inputs with
       FP16 output Blackwell's -15.
     * ``zero_c_at_emin``: only with a late join and inputs whose products
-      can be below ``2**-126`` (BF16, TF32).
+      can be below ``2**-126`` (BF16, TF32), and not where the normalized
+      cut subsumes it (``_zero_c_subsumed``: MI300X after MMA-Sim).
     * ``products_limited``: only when a product can reach
       ``2**(emax + 1)`` of the output, and not for ``pairwise`` (whose
       products are rounded to the output first, which overflows the same
@@ -113,7 +114,7 @@ def observable(params: MMAParams) -> dict[str, Any]:
         out["align_rounding"] = p.align_rounding
         out["c_dropped_below"] = p.c_dropped_below
         out["normalized_bits"] = p.normalized_bits
-        if 2 * fin.emin < -126:
+        if 2 * fin.emin < -126 and not _zero_c_subsumed(p):
             out["zero_c_at_emin"] = p.zero_c_at_emin
     if p.accumulation != "pairwise" and 2 * fin.emax + 2 > fout.emax + 1:
         out["products_limited"] = p.products_limited
@@ -125,3 +126,15 @@ def observable(params: MMAParams) -> dict[str, Any]:
     return out
 
 
+def _zero_c_subsumed(p: MMAParams) -> bool:
+    """Whether a zero ``c`` joined at ``2**-126`` changes nothing: a sum
+    below ``2**-126`` aligned to that grid (``fraction_bits +
+    late_extra_bits`` bits below it, by ``align_rounding``) is then cut
+    again to ``normalized_bits`` below ``2**-126`` (the normalized
+    register's exponent is at least -126) by the same directed rounding, and
+    two floors (truncations, ceilings) to nested grids are the coarser one
+    alone; a sum at or above ``2**-126`` is aligned to its own grid either
+    way."""
+    nb = p.normalized_bits
+    return (nb is not None and p.align_rounding in ("rtz", "rdn", "rup")
+            and nb <= p.fraction_bits + (p.late_extra_bits or 0))

@@ -110,6 +110,14 @@ _HOPPER_FP8_FP16 = {"extra_bits": -10, **_FP8_FP16}
 _CDNA3_FP8 = {"accumulation": "odd_even", "c_dropped_below": 25, "late_extra_bits": 8,
               "normalized_bits": 31}
 _CDNA3_FP8_MATLAB = {"accumulation": "odd_even", "c_dropped_below": 25}
+# CDNA3 FP16, BF16 and TF32 (v_mfma_f32_*_f16, _bf16, _xf32): MMA-Sim 2.1.1
+# joins c as for FP8 (mmasim/arithmetic/fdpa.py, tr_fdpa: F2 = 31): the
+# products' sum aligned 32 bits below c, the normalized sum cut to 31 bits
+# toward -inf before the rounding; the MATLAB-tensor-core model keeps 7
+# bits below c and rounds the exact sum (the cdna3-matlab rows).  Rows
+# where they differ: c = 8192 - 2**-11 with products 2**-10 and 2**-19
+# (MMA-Sim 8192, MATLAB 8192.0009765625); tests/test_mmasim_instructions.py.
+_CDNA3_LATE = {"late_extra_bits": 8, "normalized_bits": 31}
 
 #: (architecture, input, output, k, parameters beyond the architecture's).
 TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
@@ -154,11 +162,14 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("cdna1", "bf16", "fp32", 2, {}),
     ("cdna2", "fp16", "fp32", 4, {}),
     ("cdna2", "bf16", "fp32", 4, {}),
-    ("cdna3", "fp16", "fp32", 8, {}),
-    ("cdna3", "bf16", "fp32", 8, {}),
-    ("cdna3", "tf32", "fp32", 4, {}),
+    ("cdna3", "fp16", "fp32", 8, _CDNA3_LATE),
+    ("cdna3", "bf16", "fp32", 8, _CDNA3_LATE),
+    ("cdna3", "tf32", "fp32", 4, _CDNA3_LATE),
     ("cdna3", "e4m3fnuz", "fp32", 16, _CDNA3_FP8),
     ("cdna3", "e5m2fnuz", "fp32", 16, _CDNA3_FP8),
+    ("cdna3-matlab", "fp16", "fp32", 8, {}),
+    ("cdna3-matlab", "bf16", "fp32", 8, {}),
+    ("cdna3-matlab", "tf32", "fp32", 4, {}),
     ("cdna3-matlab", "e4m3fnuz", "fp32", 16, _CDNA3_FP8_MATLAB),
     ("cdna3-matlab", "e5m2fnuz", "fp32", 16, _CDNA3_FP8_MATLAB),
 )
