@@ -196,8 +196,9 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     """add, sub and mul of a 16-bit format such as FP16 or BF16
     (:func:`fpsim.array._convert.rounds_by_bits`) in a deterministic mode,
     without a table of results: the operands are float32 values (a BF16
-    code is the top half of its value's float32 code: a shift; FP16 by a
-    table of its 65,536 values), a sum is known exactly as the float32 sum
+    code is the top half of its value's float32 code: a shift; FP16 by
+    shifts and a multiplication, :func:`_scaled_values`; under DAZ by a
+    table of the 65,536 values), a sum is known exactly as the float32 sum
     and its TwoSum error, and a product of two (at most 2 × 11 significant
     bits) is exact in float32's normal range.  The exact result, as its
     float32 round-to-odd proxy (:mod:`fpsim.array._proxy`), rounds into
@@ -235,6 +236,8 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
     # BF16 is float32 cut short: its float32 code is its own shifted by 16.
     shift_only = fmt.exponent_bits == FP32.exponent_bits and fmt.bias == FP32.bias and not daz
     values = None if shift_only else _float_values(fmt, daz, np.float32)
+    # FP16 by shifts and a multiplication (its infinities finite once scaled)
+    scaled = not daz and fmt.exponent_bits < FP32.exponent_bits
     chunk_op = _CHUNK_OPS[op]
     exact_products = _exact_float("mul", fmt) == (np.float32, FP32)
     if op == "mul":
@@ -279,6 +282,8 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
             if values is None:
                 np.copyto(dst, codes)
                 dst <<= _U32(16)
+            elif scaled:
+                _scaled_values(fmt, codes, dst, values)
             else:  # (with DAZ subnormals are zeros of their sign in the table)
                 np.take(values, codes, out=dst.view(np.float32))
         with np.errstate(all="ignore"):  # infinities and NaNs are redone
@@ -352,6 +357,33 @@ def _bits_op(op: str, fmt: Format, key: tuple[Any, ...],
         return codes, flags
 
     return compute
+
+
+def _scaled_values(fmt: Format, codes: np.ndarray, dst: np.ndarray, values: np.ndarray
+                   ) -> None:
+    """The values of ``codes`` (a 16-bit format of
+    :func:`fpsim.array._convert.rounds_by_bits` with fewer exponent bits
+    than float32, such as FP16) as float32 values, in ``dst`` (uint32, their
+    codes): a code's bits moved to float32's places (the sign to its sign,
+    the rest to the top of its exponent and fraction: a shift left, an
+    arithmetic shift right that copies the sign into the bits between,
+    which are then cleared) are a float32 code whose value is the code's
+    times ``2**(fmt.bias - 127)``, for subnormals too (both grids end at
+    the same exponent, shifted), so one exact multiplication by a power of
+    two gives the value.  Infinities and NaNs, which come out finite and
+    beyond the format's largest value, are read from ``values`` (every
+    code's float32 value)."""
+    np.copyto(dst, codes)
+    dst <<= _U32(FP32.width - fmt.width)
+    signed = dst.view(np.int32)
+    signed >>= np.int32(FP32.exponent_bits - fmt.exponent_bits)
+    dst &= _U32(_SIGN | ((1 << (FP32.mantissa_bits + fmt.exponent_bits)) - 1))
+    x = dst.view(np.float32)
+    x *= np.float32(2.0 ** (FP32.bias - fmt.bias))
+    top = np.float32(fmt.max)
+    if x.size and not (np.maximum.reduce(x) <= top and np.minimum.reduce(x) >= -top):
+        i = np.flatnonzero(~(np.abs(x) <= top))
+        x[i] = values[codes[i]]
 
 
 def _inexact_anywhere(op: str, nearest: bool, low: np.uint32, x: np.ndarray, y: np.ndarray,
