@@ -131,8 +131,8 @@ def _chunk(op: str, xs: list[np.ndarray], mode: Rounding, ftz: bool, daz: bool,
     s, t, err = scratch("fp64 result", n, _F64, _F64, _F64)
     parts = _fma_parts(xs) if op == "fma" else None
     _result(op, xs, s, parts)
-    ok = not (ftz or daz) and _in_range(op, xs, s, t, mode)
     have_err = per_element or not seen.inexact
+    ok = not (ftz or daz) and _in_range(op, xs, s, t, mode, have_err)
     if have_err:
         _error(op, xs, s, parts, err)
         ok = ok and bool(np.isfinite(np.add.reduce(err)))
@@ -184,10 +184,12 @@ def _result(op: str, xs: list[np.ndarray], s: np.ndarray, parts: Any) -> None:
 
 
 def _in_range(op: str, xs: list[np.ndarray], s: np.ndarray, t: np.ndarray,
-              mode: Rounding) -> bool:
+              mode: Rounding, have_err: bool = True) -> bool:
     """Whether no lane of the chunk is one the transformations cannot prove,
     judged from the whole chunk's range (False may be a false alarm: the
-    masks then decide lane by lane)."""
+    masks then decide lane by lane).  Without ``have_err`` (round to
+    nearest even, the inexact flag already known) only the machine's result
+    must be proven: a quotient's dividend need not be checked."""
     if op in ("add", "sub"):
         if mode is Rounding.RNE:
             return bool(np.isfinite(np.add.reduce(s)))
@@ -203,7 +205,7 @@ def _in_range(op: str, xs: list[np.ndarray], s: np.ndarray, t: np.ndarray,
     np.abs(s, out=t)
     if not (t.min() >= _SMALL and t.max() < _INF):
         return False
-    if op == "div":
+    if op == "div" and have_err:
         np.abs(xs[0], out=t)
         return bool(t.min() >= _SMALL)
     if op == "fma":
