@@ -74,8 +74,8 @@ def main() -> None:
         variants += [(f"{m}, flags", {"workers": 1, "return_flags": True, "rounding": m},
                       "10x") for m in DIRECTED]
         for name, kw, goal in variants:
-            ours, ref = median_pair(lambda kw=kw: fn(*xs, **kw), lambda: npop(*xs),
-                                    args.repeats)
+            ours, ref = median_pair(lambda kw=kw, fn=fn, xs=xs: fn(*xs, **kw),
+                                    lambda npop=npop, xs=xs: npop(*xs), args.repeats)
             ratio = ours / ref
             print(f"{op:5} {name:24} {ref / n * 1e9:11.2f} {ours / n * 1e9:11.2f} "
                   f"{ratio:7.2f} {goal}")

@@ -15,7 +15,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "float64_ops_are_ieee", "float16_casts_are_ieee",
+__all__ = ["rounds_to_nearest", "float32_adds_are_ieee", "float64_ops_are_ieee",
+           "float16_casts_are_ieee",
            "two_sum_error", "reduces_in_order"]
 
 # Values whose round-to-nearest-even in FP32 is known: 1 + 2**-24 (a tie,

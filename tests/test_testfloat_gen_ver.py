@@ -166,16 +166,28 @@ def _corrupt(lines: list[str], op: testfloat.Operation, results: int, flags: int
 ])
 def test_ver_counts_exactly_the_corrupted_softfloat_lines(capsys, tmp_path, name, mode,
                                                           tininess):
-    op = testfloat.operation(name)
     lines = softfloat_lines(name, mode, tininess)
-    bad = _corrupt(lines, op, results=4, flags=3, rng=np.random.default_rng(5))
-    assert sum(a != b for a, b in zip(lines, bad)) == 7
+    check_corrupted_count(capsys, tmp_path, name, lines, mode, tininess, results=4, flags=3,
+                          seed=5)
+
+
+def check_corrupted_count(capsys, tmp_path, name, lines, mode, tininess, *, results, flags,
+                          seed, offenders=10):
+    """``ver`` on ``lines`` with ``results`` results and ``flags`` flags
+    corrupted counts exactly those lines (the CLI's summary and the
+    report's offenders)."""
+    op = testfloat.operation(name)
+    bad = _corrupt(lines, op, results=results, flags=flags, rng=np.random.default_rng(seed))
+    total = results + flags
+    assert sum(a != b for a, b in zip(lines, bad)) == total
     status, out, err = run_ver(capsys, tmp_path, name, bad, options(mode, tininess))
     assert status == 1 and err == ""
-    assert f"7 of {len(lines):,} lines differ" in out
-    assert "in the result      4" in out and "in the flags only  3" in out
-    report = testfloat.verify(name, bad, fpsim.Context(rounding=mode, tininess=tininess))
-    assert (report.differ, report.result_mismatches, report.flag_mismatches) == (7, 4, 3)
+    assert f"{total} of {len(lines):,} lines differ" in out
+    assert f"in the result      {results}" in out and f"in the flags only  {flags}" in out
+    report = testfloat.verify(name, bad, fpsim.Context(rounding=mode, tininess=tininess),
+                              offenders=offenders)
+    assert (report.differ, report.result_mismatches, report.flag_mismatches) == (
+        total, results, flags)
     wrong = sorted(i + 1 for i, (a, b) in enumerate(zip(lines, bad)) if a != b)
     assert sorted(o["line"] for o in report.offenders) == wrong
 
