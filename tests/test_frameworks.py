@@ -603,3 +603,20 @@ def test_dtype_table_is_the_code():
     assert torch_rows["bfloat16"] == "bfloat16"
     assert torch_rows["float4_e2m1fn_x2"] == "float4_e2m1fn"
     assert fpsim.format("e2m1").name == "e2m1"
+
+
+def test_the_probe_does_not_name_xla_cpus_bf16_dot_as_a_gpu():
+    """Issue 42: jnp.dot bf16 -> bf16 on XLA CPU has four FP32 chains by
+    k mod 4; the probe names no GPU (tests/test_probe_cpu_library.py replays
+    a recording of the same calls in the default run)."""
+    jnp = pytest.importorskip("jax.numpy")
+
+    def dot(A, B, C):
+        r = jnp.dot(jnp.asarray(A, jnp.bfloat16), jnp.asarray(B, jnp.bfloat16),
+                    preferred_element_type=jnp.bfloat16)
+        return np.asarray((r.astype(jnp.float32) + jnp.asarray(C, jnp.float32))
+                          .astype(jnp.bfloat16))
+
+    r = mma.probe(dot, "bf16", "bf16", shape="gemm")
+    gpus = set(mma.gpus())
+    assert not gpus & set(r.matches), str(r)

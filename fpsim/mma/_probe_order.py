@@ -241,6 +241,7 @@ class WidthAndOrder:
                                       self.evidence(rows, d, limit=3))
             return {"kind": "other", "k": None}
         self.order = _order.render(tree, W)
+        self.order_seen = self.seen[-1]
         structure = _classify(tree, W)
         self.f["order"] = Finding(self.order, how, self.evidence(rows, d, limit=2))
         self.f["structure"] = Finding(structure["kind"], structure["how"])

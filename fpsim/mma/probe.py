@@ -61,6 +61,7 @@ from ._probe_io import SHAPES, Caller, ProbeError, ProbeTimeout, Row, codes_equa
 from ._probe_join import WhereCJoins
 from ._probe_observe import observable
 from ._probe_order import WidthAndOrder
+from .gemm import LibraryGEMM
 from .model import MMAModel
 from .params import MMAParams
 from .presets import preset as _preset
@@ -283,6 +284,8 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
         self.chained = False
         self.width_limited = False  # the callable refused some K (its width is its own)
         self.order: str | None = None
+        # the summation-order (FPRev) call's (a, b, c, d), where it read a tree
+        self.order_seen: tuple[np.ndarray, ...] | None = None
         self.reproduces: bool | None = None
         self.mismatches = 0
 
@@ -403,6 +406,27 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
         self.reproduces = bad == 0
         self.mismatches = bad
 
+    def _gives_the_order_rows(self, v: dict[str, Any]) -> bool:
+        """Whether the library candidate ``v`` (instruction and schedule)
+        also gives the outputs the summation-order (FPRev) rows got from the
+        callable: a candidate is named only if its own summation tree is the
+        one read (a CPU library's chains are not a GPU's tree, though both
+        may give the library stage's rows).  True where no tree was read or
+        the callable takes no C (the rows pass one)."""
+        if self.order_seen is None or self.lib is None or not self.lib["caller"].with_c \
+                or self.fin_b != self.fin:
+            return True
+        a, b, c, d = self.order_seen
+        g = LibraryGEMM(v["model"], v["schedule"], self.fout)
+        caller = Caller(lambda A, B, C: g(A, B, C), self.fin, self.fout, "gemm")
+        caller.pad = self.caller.pad
+        try:
+            with np.errstate(all="ignore"):
+                got = caller.call_arrays(a, b, c, "a candidate on the summation-order rows")
+        except (ProbeError, ValueError):
+            return False
+        return bool(codes_equal(got, d).all())
+
     def result(self, seconds: float) -> ProbeResult:
         matches: list[str] = []
         unobservable: list[str] = []
@@ -422,7 +446,8 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
             lib = self.lib
             calls, rows = calls + lib["caller"].calls, rows + lib["caller"].rows
             findings = {**lib["findings"], **self.f}
-            matched = lib["matched"]
+            matched = [v for v in lib["matched"] if self._gives_the_order_rows(v)]
+            dropped = len(lib["matched"]) - len(matched)
             reproduces = bool(matched)
             if matched:
                 first = matched[0]
@@ -441,7 +466,10 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
             else:
                 findings["schedule"] = Finding(
                     None, f"none of {lib['candidates']} candidates gives every output: not a "
-                          "chained instruction preset with a schedule fpsim describes")
+                          "chained instruction preset with a schedule fpsim describes" + (
+                              f" ({dropped} gave the library calls' outputs but not the "
+                              "summation-order rows', whose tree they do not have)"
+                              if dropped else ""))
             if not width:  # the instruction's probes did not run: the widest call
                 width = max(WIDTHS)
         mixed = self.lib is not None and self.fin_b != self.fin

@@ -1,0 +1,54 @@
+"""The probe on a CPU library's GEMM (issue 42): a candidate is named only
+if it also gives the summation-order (FPRev) rows' outputs, so a CPU
+library whose chains are no GPU's tree is not named as a GPU.
+
+``jnp.dot`` of bfloat16 into bfloat16 on XLA's CPU backend (jax 0.10.2,
+YNNPACK) sums K in four FP32 chains by ``k mod 4``; the library stage's
+candidates ``mi210``/``mi250`` (a pairwise tree of 4, promoted every 4 or 8
+products) give every output of its GEMM-shaped calls, but not the FPRev
+rows'.  The default run replays the calls the probe made to jax on the
+2-core AMD EPYC (Zen 4) of 2026-11-29 (``tests/data/cpu-gemms``: the SHA-256
+of each call's inputs and the output's bits, recorded by
+``tests/data/cpu-gemms/record.py``); ``tox -e frameworks`` runs the real
+jax as well (``tests/test_frameworks.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from fpsim import mma
+
+RECORDING = Path(__file__).parent / "data" / "cpu-gemms" / "jax-0.10.2-bf16-dot-probe.npz"
+
+
+def call_key(A, B, C) -> str:
+    """The SHA-256 of a call's inputs (dtype, shape and bytes of each)."""
+    h = hashlib.sha256()
+    for x in (A, B, C):
+        x = np.ascontiguousarray(x)
+        h.update(str(x.dtype).encode())
+        h.update(str(x.shape).encode())
+        h.update(x.tobytes())
+    return h.hexdigest()
+
+
+def test_a_replayed_xla_cpu_dot_is_not_named_as_a_gpu():
+    data = np.load(RECORDING)
+    table = {str(k): data[f"d{i}"] for i, k in enumerate(data["keys"])}
+
+    def replay(A, B, C):
+        k = call_key(A, B, C)
+        assert k in table, "the probe made a call not recorded: re-record (record.py)"
+        return table[k].view(ml_dtypes.bfloat16)
+
+    r = mma.probe(replay, "bf16", "bf16", shape="gemm")
+    assert r.matches == [] and not r.reproduces, str(r)
+    assert "not the summation-order rows'" in r.findings["schedule"].how, str(r)
+    # the tree it read: four chains by k mod 4, joined pairwise
+    assert r.order.startswith("((((((((((((((((((p0 + p4) + p8)"), r.order
+
