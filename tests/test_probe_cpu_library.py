@@ -9,7 +9,7 @@ products) give every output of its GEMM-shaped calls, but not the FPRev
 rows'.  The default run replays the calls the probe made to jax on the
 2-core AMD EPYC (Zen 4) of 2026-11-29 (``tests/data/cpu-gemms``: the SHA-256
 of each call's inputs and the output's bits, recorded by
-``tests/data/cpu-gemms/record.py``); ``tox -e frameworks`` runs the real
+``examples/cpu_gemms/record_probe_calls.py``); ``tox -e frameworks`` runs the real
 jax as well (``tests/test_frameworks.py``).  The same for ml_dtypes'
 float8_e4m3fn ``@``, whose float32 result is numpy's sgemm: replayed, so
 that no test depends on this machine's BLAS kernel.
@@ -48,7 +48,8 @@ def replaying(path: Path, dtype) -> Callable:
 
     def replay(A, B, C):
         k = call_key(A, B, C)
-        assert k in table, "the probe made a call not recorded: re-record (record.py)"
+        assert k in table, ("the probe made a call not recorded: re-record "
+                            "(examples/cpu_gemms/record_probe_calls.py)")
         return table[k].view(dtype)
 
     return replay

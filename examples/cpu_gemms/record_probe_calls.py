@@ -7,7 +7,7 @@ inputs and the output's bits.
 * ``ml_dtypes-e4m3-matmul-probe.npz``: ml_dtypes' float8_e4m3fn ``@``
   (a float32 result, numpy's sgemm on the values; + C in FP32).
 
-Run ``python tests/data/cpu-gemms/record.py`` from the repository's root
+Run ``python examples/cpu_gemms/record_probe_calls.py`` from the repository's root
 with jax installed (recorded with jax 0.10.2, numpy 2.4.6 with OpenBLAS
 0.3.31's SkylakeX kernels and ml_dtypes 0.6.0 on a 2-core AMD EPYC, Zen 4,
 2026-11-29)."""
@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from test_probe_cpu_library import E4M3_RECORDING, RECORDING, call_key  # noqa: E402
 
 import fpsim.mma as mma  # noqa: E402
