@@ -101,18 +101,25 @@ def float64_ops_are_ieee() -> bool:
 
 
 def two_sum_error(s: np.ndarray, x: np.ndarray, y: np.ndarray,
-                  work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                  work: tuple[np.ndarray, np.ndarray] | None = None,
+                  negate_y: bool = False) -> np.ndarray:
     """The exact error ``(x + y) - s`` of ``s``, the machine's round-to-
     nearest sum of ``x`` and ``y`` (TwoSum, Knuth): every operation below is
     exact where ``s`` is finite.  Nonzero exactly where the sum was inexact
-    (NaN where ``s`` overflowed).  Computed in ``work`` (two arrays of
-    ``s``'s shape and dtype; fresh ones if not given), in ``work[0]``."""
+    (NaN where ``s`` overflowed).  With ``negate_y``, of ``s = x - y`` (the
+    negation folded in, no copy of ``-y``).  Computed in ``work`` (two
+    arrays of ``s``'s shape and dtype; fresh ones if not given), in
+    ``work[0]``."""
     yv, t = work if work is not None else (np.empty_like(s), np.empty_like(s))
-    np.subtract(s, x, out=yv)
+    np.subtract(s, x, out=yv)   # the part of s that y (or -y) gave
     np.subtract(s, yv, out=t)
     np.subtract(x, t, out=t)    # x - (s - yv)
-    np.subtract(y, yv, out=yv)  # y - yv
-    yv += t
+    if negate_y:
+        np.add(y, yv, out=yv)   # minus (-y)'s part that s lost
+        np.subtract(t, yv, out=yv)
+    else:
+        np.subtract(y, yv, out=yv)  # y - yv
+        yv += t
     return yv
 
 

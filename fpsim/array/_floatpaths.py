@@ -425,15 +425,7 @@ def _two_sum_error(op: str, x: np.ndarray, y: np.ndarray, s: np.ndarray, e: np.n
                    t: np.ndarray) -> None:
     """``e``: the exact error of ``s``, the float32 ``x ± y`` rounded to
     nearest (:func:`_two_sum`); ``t`` is work space."""
-    np.subtract(s, x, out=e)        # yv: the part of s that y (or -y) gave
-    np.subtract(s, e, out=t)
-    np.subtract(x, t, out=t)        # x's part that s lost
-    if op == "add":
-        np.subtract(y, e, out=e)    # y's part that s lost
-        np.add(t, e, out=e)
-    else:
-        np.add(y, e, out=e)         # minus (-y)'s part that s lost
-        np.subtract(t, e, out=e)
+    _machine.two_sum_error(s, x, y, (e, t), negate_y=op == "sub")
 
 
 def _odd_proxy(sb: np.ndarray, eb: np.ndarray, tb: np.ndarray) -> np.ndarray:

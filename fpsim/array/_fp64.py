@@ -61,13 +61,14 @@ from typing import Any
 
 import numpy as np
 
+from .._machine import two_sum_error
 from .._scratch import scratch
 from ..formats import FP64
 from ..modes import Rounding
 from ..rounding import INEXACT
 from ._kernel import U8, U64
 
-__all__ = ["MODES", "fast_op"]
+__all__ = ["MODES", "fast_op", "two_product"]
 
 MODES = frozenset({Rounding.RNE, Rounding.RNA, Rounding.RTZ, Rounding.RUP, Rounding.RDN,
                    Rounding.RAZ, Rounding.RTO})
@@ -245,7 +246,7 @@ def _special_lanes(op: str, xs: list[np.ndarray], s: np.ndarray, err: np.ndarray
     return redo
 
 
-def _two_product(x: np.ndarray, y: np.ndarray, hi: np.ndarray, err: np.ndarray) -> None:
+def two_product(x: np.ndarray, y: np.ndarray, hi: np.ndarray, err: np.ndarray) -> None:
     """Dekker's product: the exact error ``x × y - hi`` of ``hi``, the
     machine's ``x × y``, into ``err`` (exact where no step overflows and the
     product is at least ``2**-960``; NaN or infinite where a step
@@ -271,18 +272,10 @@ def _two_product(x: np.ndarray, y: np.ndarray, hi: np.ndarray, err: np.ndarray) 
 
 def _two_sum(x: np.ndarray, y: np.ndarray, s: np.ndarray, err: np.ndarray,
              negate_y: bool = False) -> None:
-    """TwoSum's exact error of ``s = x + y`` (or ``x - y``) into ``err``;
-    NaN where a step overflowed."""
+    """TwoSum's exact error of ``s = x + y`` (or ``x - y``) into ``err``
+    (:func:`fpsim._machine.two_sum_error`; NaN where a step overflowed)."""
     yv, = scratch("fp64 twosum", x.size, _F64)
-    np.subtract(s, x, out=yv)         # the part of s that ±y gave
-    np.subtract(s, yv, out=err)
-    np.subtract(x, err, out=err)      # x's part that s lost
-    if negate_y:
-        np.add(y, yv, out=yv)         # -((-y) - yv)
-        err -= yv
-    else:
-        np.subtract(y, yv, out=yv)
-        err += yv
+    two_sum_error(s, x, y, (err, yv), negate_y)
 
 
 def _error(op: str, xs: list[np.ndarray], s: np.ndarray, parts: Any, err: np.ndarray) -> None:
@@ -293,7 +286,7 @@ def _error(op: str, xs: list[np.ndarray], s: np.ndarray, parts: Any, err: np.nda
     if op in ("add", "sub"):
         _two_sum(xs[0], xs[1], s, err, negate_y=op == "sub")
     elif op == "mul":
-        _two_product(xs[0], xs[1], s, err)
+        two_product(xs[0], xs[1], s, err)
     elif op == "fma":
         _fma_error(parts, s, err)
     else:
@@ -301,7 +294,7 @@ def _error(op: str, xs: list[np.ndarray], s: np.ndarray, parts: Any, err: np.nda
         y = xs[1] if op == "div" else s
         hi, = scratch("fp64 remainder", s.size, _F64)
         np.multiply(s, y, out=hi)
-        _two_product(s, y, hi, err)
+        two_product(s, y, hi, err)
         np.subtract(xs[0], hi, out=hi)
         np.subtract(hi, err, out=err)
         if op == "div":
@@ -320,7 +313,7 @@ def _fma_parts(xs: list[np.ndarray]) -> tuple[np.ndarray, ...]:
     p, e, h, low, v, f = scratch("fp64 fma", n, *[_F64] * 6)
     moved, = scratch("fp64 fma moved", n, bool)
     np.multiply(a, b, out=p)
-    _two_product(a, b, p, e)
+    two_product(a, b, p, e)
     np.add(c, p, out=h)
     _two_sum(c, p, h, low)            # c + p = h + low
     np.add(low, e, out=v)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..modes import Rounding
-from ._kernel import I64, U64
+from ._fp64 import two_product
+from ._kernel import I64, U64, bit_length
 
 _MASK32 = U64(0xFFFFFFFF)
 _TOP = U64(1 << 63)
@@ -40,13 +41,9 @@ def mul_128(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bit_length_64(x: np.ndarray) -> np.ndarray:
-    """Bit lengths of any uint64 values, as int64."""
-    top = (x & _TOP) != 0
-    low = x & ~_TOP
-    n = np.frexp(low.astype(np.float64))[1].astype(I64)
-    # float64 may round a value above 2**53 up to the next power of two.
-    over = (n > 0) & (low < (U64(1) << np.clip(n - 1, 0, 63).astype(U64)))
-    return np.where(top, 64, n - over)
+    """Bit lengths of any uint64 values, as int64 (the kernel's
+    :func:`~fpsim.array._kernel.bit_length` below the top bit)."""
+    return np.where((x & _TOP) != 0, 64, bit_length(x & ~_TOP))
 
 
 def bit_length_128(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
@@ -181,7 +178,9 @@ def root(sa: np.ndarray, ea: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     j = np.floor_divide(top, 2)
     m = np.ldexp(sa.astype(np.float64), (ea - 2 * j).astype(np.int32))
     s = np.sqrt(m)                        # in [1, 2)
-    hi, lo = _two_product(s, s)
+    hi = s * s
+    lo = np.empty_like(s)
+    two_product(s, s, hi, lo)
     rem = (m - hi) - lo                   # exact: m - hi is (Sterbenz) and so is the rest
     bits = s.view(U64)
     sig = ((bits & U64((1 << 52) - 1)) | U64(1 << 52)) << U64(2)
@@ -189,19 +188,3 @@ def root(sa: np.ndarray, ea: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     sig = np.where(zero, U64(0), sig)
     return sig, np.where(zero, 0, j - 54), (rem != 0) & ~zero
 
-
-_SPLIT = 134217729.0  # 2**27 + 1
-
-
-def _two_product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's product: ``hi = x*y`` rounded and ``lo`` its exact error
-    (exact where no step overflows or underflows)."""
-    hi = x * y
-    c = x * _SPLIT
-    xh = c - (c - x)
-    xl = x - xh
-    c = y * _SPLIT
-    yh = c - (c - y)
-    yl = y - yh
-    lo = ((xh * yh - hi) + xh * yl + xl * yh) + xl * yl
-    return hi, lo

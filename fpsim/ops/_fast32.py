@@ -141,9 +141,8 @@ class Fast32:
 
         def inexact() -> bool:
             with np.errstate(all="ignore"):
-                # TwoSum (Knuth): s + err == a + b exactly (finite lanes);
-                # negation is exact.
-                err = _machine.two_sum_error(s, a, b if op == "add" else -b)
+                # TwoSum (Knuth): s + err == a ± b exactly (finite lanes).
+                err = _machine.two_sum_error(s, a, b, negate_y=op != "add")
             if redone is not None:
                 err.reshape(-1)[redone] = 0
             return bool(err.any())
