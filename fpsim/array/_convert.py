@@ -259,15 +259,10 @@ def _into_fp64(source: Format, key: tuple[Any, ...], general: Converter) -> Conv
     smallest normal (flushed) go to the kernel."""
     daz, ftz = key[3], key[2]
     tiny = float(FP64.min_normal)
-    dt = value_dtype(source)
 
     def convert(chunk: np.ndarray, rand: Any) -> tuple[np.ndarray, np.ndarray]:
         codes = raw_codes(chunk, source)
-        with np.errstate(invalid="ignore"):
-            if dt is not None:
-                values = codes.view(dt).astype(np.float64)
-            else:
-                values = decode(codes, source)
+        values = decode(codes, source)
         out = values.view(U64)
         flags = np.zeros(out.shape, U8)
         redo = ~np.isfinite(values)
