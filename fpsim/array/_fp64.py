@@ -87,15 +87,6 @@ _NOTHING = np.zeros(0, np.intp)
 ChunkOp = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 
-class _Seen:
-    """Whether some chunk of the call was inexact (then no later chunk needs
-    to look, when per-element flags are not returned)."""
-
-    def __init__(self) -> None:
-        self.inexact = False
-        self.lock = threading.Lock()
-
-
 def fast_op(op: str, key: tuple[Any, ...], chunk_op: ChunkOp, return_flags: bool
             ) -> Callable[[list[np.ndarray], Any], tuple[np.ndarray, Any]] | None:
     """The chunk function of FP64 ``op`` in a deterministic mode, or None
@@ -104,7 +95,7 @@ def fast_op(op: str, key: tuple[Any, ...], chunk_op: ChunkOp, return_flags: bool
     mode, _saturate, ftz, daz = key[:4]
     if op not in OPS or mode not in MODES:
         return None
-    seen = _Seen()
+    seen = threading.Event()  # some chunk of the call was inexact
     per_element = return_flags or mode is not Rounding.RNE
 
     def compute(cs: list[np.ndarray], rand: Any) -> tuple[np.ndarray, Any]:
@@ -125,14 +116,14 @@ def fast_op(op: str, key: tuple[Any, ...], chunk_op: ChunkOp, return_flags: bool
 
 
 def _chunk(op: str, xs: list[np.ndarray], mode: Rounding, ftz: bool, daz: bool,
-           per_element: bool, seen: _Seen) -> tuple[np.ndarray, Any, np.ndarray]:
+           per_element: bool, seen: threading.Event) -> tuple[np.ndarray, Any, np.ndarray]:
     """One chunk: codes and flags (scratch arrays, or the flags ORed into an
     int), and the lanes to redo."""
     n = xs[0].size
     s, t, err = scratch("fp64 result", n, _F64, _F64, _F64)
     parts = _fma_parts(xs) if op == "fma" else None
     _result(op, xs, s, parts)
-    have_err = per_element or not seen.inexact
+    have_err = per_element or not seen.is_set()
     ok = not (ftz or daz) and _in_range(op, xs, s, t, mode, have_err)
     if have_err:
         _error(op, xs, s, parts, err)
@@ -143,7 +134,7 @@ def _chunk(op: str, xs: list[np.ndarray], mode: Rounding, ftz: bool, daz: bool,
     nonzero, = scratch("fp64 inexact", n, bool)
     if not per_element:
         flags = 0
-        if seen.inexact:
+        if seen.is_set():
             flags = INEXACT
         elif have_err:
             np.not_equal(err, 0, out=nonzero)
@@ -151,8 +142,7 @@ def _chunk(op: str, xs: list[np.ndarray], mode: Rounding, ftz: bool, daz: bool,
                 nonzero[redo] = False
             if nonzero.any():
                 flags = INEXACT
-                with seen.lock:
-                    seen.inexact = True
+                seen.set()
         return codes, flags, redo
     np.not_equal(err, 0, out=nonzero)
     if mode is not Rounding.RNE:
