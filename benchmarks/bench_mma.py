@@ -38,6 +38,13 @@ Sections, each line with its reference and the issue's goal:
    every binade (every term cut), against the unscaled B200 E4M3 GEMM on
    the tile path (issue 34: goal <= 1x per multiply-add).
 
+10. ``cpu``: the CPU library rows (:func:`fpsim.mma.cpu`) at ``--gemm``
+    (512) cubed: numpy's sgemm (FP32 FMA chains in K blocks), dgemm (FP64
+    FMA chains), numpy's FP16 loop, torch's BF16 oneDNN kernel (odd product
+    first, FTZ) and XLA's four-lane FP32 kernel on a 512 x 512 x 16 shape,
+    against the numpy float32 loop over k on the same shape (issue 42:
+    goal <= 8x per multiply-add).
+
 Run ``python benchmarks/bench_mma.py [--quick] [--only SECTION ...]`` on an
 idle machine.
 """
@@ -65,7 +72,7 @@ DTYPES = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.floa
 BASELINE = {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2",
             "e4m3fnuz": "e4m3", "e5m2fnuz": "e5m2"}
 SECTIONS = ("instruction", "chained", "library", "presets", "1024", "memory", "threads", "dask",
-            "blockscaled")
+            "blockscaled", "cpu")
 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -291,6 +298,23 @@ def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> N
                              args.repeats)
     line(f"b200 mxfp8 GEMM {n}^3, E4M3 codes of every binade", ours, peer,
          "b200 e4m3 unscaled GEMM, tiles", "<= 1x (issue 34)")
+
+
+def section_cpu(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    n = args.gemm
+    cases = (("numpy", "fp32", None, (n, n, n)), ("numpy", "fp64", None, (n, n, n)),
+             ("numpy", "fp16", None, (n, n, n)), ("torch", "bf16", None, (n, n, n)),
+             ("jax", "fp32", None, (n, n, 16)))
+    for lib, fmt, out, (m, k, nn) in cases:
+        g = mma.cpu(lib, fmt, out)
+        dt = fpsim.array.value_dtype(fmt)
+        x = rng.standard_normal((m, k)).astype(dt)
+        y = rng.standard_normal((k, nn)).astype(dt)
+        g(x[:2, :], y[:, :2])  # warm: first-use work (conversion tables) is not timed
+        ours, peer = median_pair(lambda g=g, x=x, y=y: g(x, y),
+                                 lambda x=x, y=y: numpy_gemm(x, y), args.repeats)
+        line(f"cpu {lib} {fmt} {m}x{k}x{nn}: {g.describe(m, k, nn).splitlines()[1][22:48]}",
+             ours, peer, "numpy float32 k-loop", "<= 8x")
 
 
 def main() -> None:

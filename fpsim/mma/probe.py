@@ -110,6 +110,8 @@ class ProbeResult:
     rows: int
     seconds: float
     schedule: dict[str, Any] | None = None
+    gemm: Any = None
+    equivalent: list[list[str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -121,7 +123,7 @@ class ProbeResult:
             "reproduces": self.reproduces, "mismatches": self.mismatches,
             "matches": self.matches, "unobservable": self.unobservable,
             "calls": self.calls, "rows": self.rows, "seconds": round(self.seconds, 3),
-            "schedule": self.schedule,
+            "schedule": self.schedule, "equivalent": self.equivalent,
         }
 
     def __str__(self) -> str:
@@ -133,6 +135,17 @@ class ProbeResult:
             lines.append(f"  {name.ljust(width)}  {value.ljust(10)}  {f.how}")
         if self.unobservable:
             lines.append(f"  not observable with these formats: {', '.join(self.unobservable)}")
+        if "accumulation" in self.findings:         # probe(..., size=)
+            verdict = ("reproduces every output" if self.reproduces else
+                       f"differs from the callable on {self.mismatches} outputs" if
+                       self.mismatches >= 0 else "no candidate reproduces the callable")
+            lines.append(f"gemm: {verdict}")
+            for group in self.equivalent or []:
+                lines.append(f"  equivalent at this size: {' | '.join(group[:4])}"
+                             + (f" (+{len(group) - 4})" if len(group) > 4 else ""))
+            lines.append("matches: " + (", ".join(self.matches) if self.matches else
+                                        "no CPU library row"))
+            return "\n".join(lines)
         if self.params is None:
             lines.append("model: no block-FMA parameters describe this callable")
         else:
@@ -177,7 +190,8 @@ def _params_text(p: MMAParams) -> str:
 
 def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
           shape: str = "rows", k: int | None = None, max_k: int = 64,
-          seed: int = 0, timeout: float | None = None) -> ProbeResult:
+          seed: int = 0, timeout: float | None = None,
+          size: tuple[int, int, int] | None = None) -> ProbeResult:
     """Probe the dot-product or GEMM callable ``fn`` with inputs in format
     ``inputs`` and output ``out``; returns a :class:`ProbeResult`.
 
@@ -217,6 +231,8 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     """
     if shape not in SHAPES:
         raise ValueError(f"shape={shape!r}; accepted: {', '.join(map(repr, SHAPES))}")
+    if size is not None:
+        return _probe_at_size(fn, inputs, out, shape, size, seed, timeout)
     if isinstance(inputs, (tuple, list)):
         if shape != "gemm" or len(inputs) != 2:
             raise ValueError(f"inputs={inputs!r}: a pair (a's, b's) is accepted with "
@@ -255,6 +271,51 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
             run.params = None
             run.f["instruction"] = Finding(None, f"its own probes could not run: {exc}")
     return run.result(time.perf_counter() - start)
+
+
+def _probe_at_size(fn: Callable[..., Any], inputs: Any, out: Any, shape: str, size: Any,
+                   seed: int, timeout: float | None) -> ProbeResult:
+    """``probe(..., size=(M, K, N))``: :mod:`fpsim.mma._probe_cpu`."""
+    from ._probe_cpu import probe_size
+    from ._probe_gemm import GemmCaller, takes_c
+
+    if shape != "gemm":
+        raise ValueError("size= reads a GEMM at the size given: it needs shape='gemm'")
+    if (not isinstance(size, (tuple, list)) or len(size) != 3
+            or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1
+                   for v in size)):
+        raise ValueError(f"size must be (M, K, N), three positive ints, got {size!r}")
+    M, K, N = (int(v) for v in size)
+    if M * K * N > 1 << 28:
+        raise ValueError(f"size={size!r}: M·K·N = {M * K * N} is above the 2**28 the probe "
+                         "simulates (each candidate runs the whole product)")
+    if isinstance(inputs, (tuple, list)):
+        if len(inputs) != 2:
+            raise ValueError(f"inputs={inputs!r}: one format or a pair (a's, b's)")
+        fa, fb = _format(inputs[0], "inputs"), _format(inputs[1], "inputs")
+    else:
+        fa = fb = _format(inputs, "inputs")
+    fout = _format(out, "out")
+    for fmt in (fa, fb):
+        if fmt.width > 64 or fmt.precision > 53:
+            raise ValueError(f"inputs={fmt.name}: formats up to FP64 (53 bits) are accepted")
+    if fout.name not in ("fp64", "fp32", "fp16", "bf16"):
+        raise ValueError(f"out={fout.name}; accepted with size=: fp64, fp32, fp16, bf16")
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable (fn(A, B) -> D), got {type(fn).__name__}")
+    if timeout is not None:
+        check_seconds(timeout, "timeout", " (or None: no limit)")
+        timeout = float(timeout)
+    start = time.perf_counter()
+    caller = GemmCaller(fn, fa, fb, fout, takes_c(fn), timeout)
+    r = probe_size(caller, fa, fb, fout, (M, K, N), seed)
+    f = r["findings"]
+    return ProbeResult(
+        input=fa.name if fa == fb else f"{fa.name} x {fb.name}", output=fout.name, width=K,
+        params=None, chained=False, order=None, findings=f, reproduces=r["reproduces"],
+        mismatches=r["mismatches"], matches=r["matches"], unobservable=[],
+        calls=caller.calls, rows=caller.rows, seconds=time.perf_counter() - start,
+        gemm=r["gemm"], equivalent=r["equivalent"])
 
 
 def _format(name: Any, what: str) -> Format:

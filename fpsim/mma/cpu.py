@@ -1,0 +1,389 @@
+"""CPU GEMMs by name: what ``numpy``'s ``@``, ``torch.mm`` on the CPU,
+``jnp.dot`` on the CPU and an ml_dtypes array's ``@`` compute, as rows of a
+table of :class:`~fpsim.mma.accumulation.Accumulation` parts.
+
+A CPU library chooses its kernel by shape (a small-matrix kernel below some
+``M·N·K``, a blocked level-3 driver above), by thread count and by the
+instructions of the CPU, and one kernel may treat some rows or columns of
+the output differently (a tail of columns a SIMD width does not cover).  A
+row of :data:`CPU_LIBRARIES` states all of that as data: its
+:class:`Part` s, each an accumulation with the shapes it applies to
+(``when``, an expression in ``M``, ``K``, ``N`` and ``T``, the threads the
+library runs on) and the output rows and columns it covers (later parts
+override earlier ones where both apply).  A part whose accumulation is
+None marks shapes whose kernel has not been decoded: computing there
+raises ``ValueError`` instead of guessing.  Each row names the versions and
+CPU it was measured on and the source of each rule; on other versions,
+CPUs or kernels, run :func:`fpsim.mma.probe` with ``size=``.
+
+>>> import numpy as np, fpsim.mma as mma
+>>> g = mma.cpu("numpy", "fp16")
+>>> g
+<CPUGEMM numpy fp16 -> fp16: a @ b (numpy's own loop for float16)>
+>>> a = np.full((1, 4096), 1.0, np.float16)
+>>> g(a, a.T)                    # one FP32 sum, rounded once: 4096 is an FP16
+array([[4096.]], dtype=float16)
+>>> print(mma.cpu("numpy", "fp32").describe(64, 1000, 64))
+M=64, K=1000, N=64, threads=1:
+  rows 0:64, columns 0:64: one FP32 chain, FMA, K blocks of 448 (halve_up, unroll 16)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..array.engine import as_array, format_of_dtype, value_dtype
+from ..formats import format as _lookup
+from . import _args, _chains
+from .accumulation import Accumulation
+
+__all__ = ["cpu", "CPUGEMM", "CPULibrary", "Part", "CPU_LIBRARIES", "cpu_libraries"]
+
+_NAMES = ("M", "K", "N", "T")
+_OPS = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
+        ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq,
+        ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant)
+
+
+def _compile(text: str, what: str) -> Any:
+    """An expression over M, K, N, T of ints: + - * // %, comparisons,
+    and/or/not.  Anything else is refused."""
+    if not isinstance(text, str):
+        raise TypeError(f"Part: {what} must be a string, got {type(text).__name__}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"Part: {what}={text!r} is not an expression: {e.msg}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _OPS):
+            raise ValueError(f"Part: {what}={text!r}: {type(node).__name__} is not allowed "
+                             "(accepted: M, K, N, T, integers, + - * // %, comparisons, "
+                             "and/or/not)")
+        if isinstance(node, ast.Name) and node.id not in _NAMES:
+            raise ValueError(f"Part: {what}={text!r}: unknown name {node.id!r}; accepted: "
+                             "M, K, N, T")
+        if isinstance(node, ast.Constant) and (type(node.value) is not int):
+            raise ValueError(f"Part: {what}={text!r}: only integer constants")
+    return compile(tree, f"<{what}>", "eval")
+
+
+def _eval(code: Any, env: Mapping[str, int]) -> Any:
+    return eval(code, {"__builtins__": {}}, dict(env))  # noqa: S307 - checked by _compile
+
+
+@dataclass(frozen=True)
+class Part:
+    """One accumulation of a CPU library and where it applies.
+
+    ``when``: the shapes (an expression in ``M``, ``K``, ``N``, ``T``);
+    ``rows``, ``cols``: ``"lo:hi"`` ranges of output rows and columns
+    (either bound an expression, empty for the edge); ``accumulation``:
+    None where the kernel is not decoded; ``source``: where the rule comes
+    from.
+
+    >>> p = Part(Accumulation(lanes=16, join="pairs"), when="N % 16 >= 1", cols="N // 16 * 16:")
+    >>> p.region(dict(M=4, K=40, N=21, T=1))
+    (0, 4, 16, 21)
+    """
+
+    accumulation: Accumulation | None
+    when: str = "1 == 1"
+    rows: str = ":"
+    cols: str = ":"
+    source: str = ""
+    _code: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.accumulation is not None and not isinstance(self.accumulation, Accumulation):
+            raise TypeError(f"Part: accumulation must be an Accumulation or None, got "
+                            f"{type(self.accumulation).__name__}")
+        codes = [_compile(self.when, "when")]
+        for what in ("rows", "cols"):
+            text = getattr(self, what)
+            if not isinstance(text, str) or text.count(":") != 1:
+                raise ValueError(f"Part: {what}={text!r} must be 'lo:hi' (either side may be "
+                                 "empty)")
+            lo, hi = text.split(":")
+            codes += [_compile(lo or "0", what), _compile(hi or ("M" if what == "rows" else "N"),
+                                                         what)]
+        object.__setattr__(self, "_code", tuple(codes))
+
+    def applies(self, env: Mapping[str, int]) -> bool:
+        return bool(_eval(self._code[0], env))
+
+    def region(self, env: Mapping[str, int]) -> tuple[int, int, int, int]:
+        """``(row_lo, row_hi, col_lo, col_hi)`` at this shape, clipped."""
+        r0, r1, c0, c1 = (int(_eval(c, env)) for c in self._code[1:])
+        M, N = env["M"], env["N"]
+        return (max(0, min(r0, M)), max(0, min(r1, M)), max(0, min(c0, N)), max(0, min(c1, N)))
+
+
+@dataclass(frozen=True)
+class CPULibrary:
+    """A row of the table: one library call on some formats."""
+
+    library: str
+    inputs: tuple[str, str]
+    out: str
+    call: str
+    measured: str
+    parts: tuple[Part, ...]
+    other_versions: str = ("on other versions, CPUs or kernels the rule may differ: run "
+                           "fpsim.mma.probe(fn, ..., shape='gemm', size=(M, K, N))")
+
+
+_OPENBLAS = ("numpy 2.4.6 with scipy-openblas 0.3.31 (DYNAMIC_ARCH, SkylakeX kernels chosen "
+             "on an AMD EPYC Zen 4 with AVX-512), 2026-11-29")
+_TORCH = ("torch 2.13.0+cpu (MKL 2024.2, oneDNN 3.12, ATen CPU capability AVX512) on an AMD "
+          "EPYC Zen 4 with AVX512_BF16, 2026-11-29")
+_JAX = "jax 0.10.2 / jaxlib 0.10.2 (XLA CPU, YNNPACK) on an AMD EPYC Zen 4, 2026-11-29"
+_MLD = "ml_dtypes 0.6.0 with numpy 2.4.6 / scipy-openblas 0.3.31 (SkylakeX kernels), 2026-11-29"
+
+_SMALL = "M * N * K <= 1000000"
+
+
+def _openblas_parts(acc: str, q: int) -> tuple[Part, ...]:
+    """OpenBLAS's sgemm (``acc="fp32"``) or dgemm on the SkylakeX kernels:
+    a small-matrix kernel up to M·N·K = 1e6, whose last ``N mod w`` columns
+    (w = 16 floats or 8 doubles; where that is at most w/2 and K >= 32) sum
+    along K in ``w`` lanes; above it, the level-3 driver's K panels."""
+    w, t = (16, "s") if acc == "fp32" else (8, "d")
+    small = ("OpenBLAS interface/gemm.c: small_matrix_permit (M·N·K <= 1e6) -> "
+             f"kernel/x86_64/{t}gemm_small_kernel_nn_skylakex.c")
+    tail = f"{_SMALL} and 1 <= N % {w} <= {w // 2} and K >= 32"
+    four = f"N // {w} * {w} + N % {w} // 4 * 4"
+    lanes = Accumulation(accumulator=acc, lanes=w, join="pairs")
+    parts = [Part(Accumulation(accumulator=acc), when=_SMALL, source=small),
+             Part(lanes, when=tail, cols=f"N // {w} * {w}:{four}",
+                  source=small + ": the K-direction path, REDUCE_4"),
+             Part(lanes, when=tail, rows=":M // 4 * 4", cols=f"{four}:",
+                  source=small + ": the K-direction path, REDUCE_4"),
+             Part(lanes.replace(join="halves"), when=tail, rows="M // 4 * 4:", cols=f"{four}:",
+                  source=small + ": the K-direction path, the compiler's "
+                  f"_mm512_reduce_add_p{t}")]
+    if acc == "fp64":
+        parts.append(Part(None, when=f"{_SMALL} and 1 <= N % 8 <= 4 and K < 32",
+                          cols="N // 8 * 8:", source=small + ": the last N mod 8 columns at "
+                          "K < 32 (neither one chain nor eight lanes): not decoded"))
+    param = f"param.h SKYLAKEX {t.upper()}GEMM_DEFAULT_Q = {q}, UNROLL_M = 16"
+    parts += [
+        Part(Accumulation(accumulator=acc, k_block=q, k_block_rule="halve_up", k_unroll=16),
+             when="M * N * K > 1000000 and T == 1",
+             source=f"OpenBLAS driver/level3/level3.c (K panels), {param}"),
+        Part(Accumulation(accumulator=acc, k_block=q, k_block_rule="halve"),
+             when="M * N * K > 1000000 and T >= 2",
+             source=f"OpenBLAS driver/level3/level3_thread.c (K panels), {param}"),
+        Part(None, when="M == 1 or N == 1", source="gemv: not decoded"),
+    ]
+    return tuple(parts)
+
+
+_F32 = _openblas_parts("fp32", 448)
+_ATEN = ("ATen aten/src/ATen/native/mkldnn/Matmul.cpp checksize (M·K·N > 4096 -> oneDNN); "
+         "aten/src/ATen/native/BlasKernel.cpp sum() with ilp_factor 4")
+_ONEDNN = ("oneDNN brg_matmul:avx512_core_bf16 (ONEDNN_VERBOSE): VDPBF16PS, K blocks of "
+           "512 (K < 1024) or 1024, measured")
+_BF16_TORCH = (
+    Part(Accumulation(lanes=4, tail="lane0", c_joins="last"), when="M * K * N <= 4096", source=_ATEN),
+    Part(Accumulation(pair_swap=True, k_block=512, ftz=True, c_joins="last"),
+         when="M * K * N > 4096 and K < 1024",
+         source=_ONEDNN),
+    Part(Accumulation(pair_swap=True, k_block=1024, ftz=True, c_joins="last"),
+         when="M * K * N > 4096 and K >= 1024", source=_ONEDNN),
+)
+_YNN = "XLA CPU's ynn_fusion (YNNPACK), measured with FPRev rows"
+_F32_JAX = (
+    Part(None, source="YNNPACK chooses its kernel by a cost model not decoded: at 64xKx32 and "
+         "64xKx96 neither rule below holds, at 30x1001x21 one FMA chain; run the probe"),
+    Part(Accumulation(k_block=512), when="N % 64 == 0 and M >= 8",
+         source=_YNN + ": K blocks of 512 (seen at N = 64, 128, 256, 512, M = 8 to 256)"),
+    Part(Accumulation(lanes=4, join="pairs", tail="after"), when="N <= 16 and K >= 18",
+         source=_YNN + ": four FMA lanes, the K mod 4 tail's products rounded and added last "
+         "(seen at N = 5, 16, M = 7 to 200)"),
+)
+
+#: The table: (library, input format, output format) -> its row.
+CPU_LIBRARIES: dict[tuple[str, str, str], CPULibrary] = {}
+
+
+def _row(row: CPULibrary) -> None:
+    CPU_LIBRARIES[(row.library, row.inputs[0], row.out)] = row
+
+
+_row(CPULibrary("numpy", ("fp32", "fp32"), "fp32", "a @ b (float32: OpenBLAS sgemm)",
+                _OPENBLAS, _F32))
+_row(CPULibrary("numpy", ("fp64", "fp64"), "fp64", "a @ b (float64: OpenBLAS dgemm)",
+                _OPENBLAS, _openblas_parts("fp64", 384)))
+_row(CPULibrary("numpy", ("fp16", "fp16"), "fp16", "a @ b (numpy's own loop for float16)",
+                "numpy 2.4.6, 2026-11-29 (any CPU: numpy's C loop, no BLAS)",
+                (Part(Accumulation(), source="numpy/_core/src/umath/matmul.c.src: "
+                      "@TYPE@_matmul_inner_noblas (float accumulator, one rounding at the end)"),)))
+for _fmt in ("bf16", "e4m3"):
+    _row(CPULibrary("ml_dtypes", (_fmt, _fmt), "fp32",
+                    "a @ b (the float32 result of OpenBLAS sgemm on the values)", _MLD, _F32))
+_row(CPULibrary("torch", ("bf16", "bf16"), "bf16", "torch.mm(a, b) / torch.addmm(c, a, b) on the "
+                "CPU (C joins in FP32 after the sum)", _TORCH, _BF16_TORCH))
+_row(CPULibrary("jax", ("fp32", "fp32"), "fp32",
+                "jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST) on the CPU", _JAX, _F32_JAX))
+_row(CPULibrary("jax", ("bf16", "bf16"), "bf16", "jnp.dot(a, b) on bfloat16 arrays (the FP32 "
+                "rule on the values, rounded once to BF16)", _JAX, _F32_JAX))
+_row(CPULibrary("jax", ("bf16", "bf16"), "fp32",
+                "jnp.dot(a, b, preferred_element_type=jnp.float32) on bfloat16 arrays", _JAX,
+                (Part(Accumulation(pair_swap=True, k_block=2048), source=_YNN + ": VDPBF16PS-"
+                      "style pairs, K blocks of 2048"),
+                 Part(None, when="N < 16 or K < 1000",
+                      source="four lanes at 16x41x16, another order at 7x4096x5: not decoded"))))
+
+
+def cpu_libraries() -> list[tuple[str, str, str]]:
+    """The rows of the table, as ``(library, input, output)``.
+
+    >>> ("numpy", "fp32", "fp32") in cpu_libraries()
+    True
+    """
+    return sorted(CPU_LIBRARIES)
+
+
+def _dtype(name: str) -> np.dtype:
+    dt = value_dtype(name)
+    assert dt is not None, name      # every row's formats have a value dtype
+    return dt
+
+
+class CPUGEMM:
+    """A CPU library's GEMM: ``g(A, B)`` or ``g(A, B, C)``, arrays of the
+    row's input and output dtypes (numpy, ml_dtypes or framework arrays),
+    returning the library's result, bit for bit, as a numpy array of the
+    output dtype.  ``threads`` is the number the library runs on (OpenBLAS
+    cuts K differently with two or more)."""
+
+    def __init__(self, row: CPULibrary, threads: int = 1):
+        self.row = row
+        self.threads = _args.count("cpu()", "threads", threads)
+
+    def __repr__(self) -> str:
+        r = self.row
+        return f"<CPUGEMM {r.library} {r.inputs[0]} -> {r.out}: {r.call}>"
+
+    def plan(self, M: int, K: int, N: int) -> list[tuple[tuple[int, int, int, int], Part]]:
+        """The parts that apply at this shape and own some output element,
+        with their regions, in order (later ones override earlier ones)."""
+        env = {"M": M, "K": K, "N": N, "T": self.threads}
+        out = []
+        for p in self.row.parts:
+            if p.applies(env):
+                reg = p.region(env)
+                if reg[0] < reg[1] and reg[2] < reg[3]:
+                    out.append((reg, p))
+        owner = self._owner(out, M, N)
+        return [(reg, p) for i, (reg, p) in enumerate(out)
+                if (owner[reg[0]:reg[1], reg[2]:reg[3]] == i).any()]
+
+    @staticmethod
+    def _owner(plan: list[tuple[tuple[int, int, int, int], Part]], M: int, N: int
+               ) -> np.ndarray:
+        owner = np.full((M, N), -1, np.int32)         # later parts override earlier ones
+        for i, ((r0, r1, c0, c1), _p) in enumerate(plan):
+            owner[r0:r1, c0:c1] = i
+        return owner
+
+    def describe(self, M: int, K: int, N: int) -> str:
+        """The accumulation of each region of the output at this shape."""
+        lines = [f"M={M}, K={K}, N={N}, threads={self.threads}:"]
+        for (r0, r1, c0, c1), p in self.plan(M, K, N):
+            what = "not decoded" if p.accumulation is None else str(p.accumulation)
+            lines.append(f"  rows {r0}:{r1}, columns {c0}:{c1}: {what}")
+        return "\n".join(lines)
+
+    def _operand(self, x: Any, fmt: str, name: str, ndim: int) -> np.ndarray:
+        arr = as_array(x)
+        want = _dtype(fmt)
+        if arr.dtype != want:
+            got = format_of_dtype(arr.dtype)
+            raise TypeError(f"{self!r}: {name} must be {want} ({fmt}), got "
+                            f"{got.name if got else arr.dtype}")
+        if arr.ndim != ndim:
+            raise ValueError(f"{self!r}: {name} must be {ndim}-D, got shape {arr.shape}")
+        return arr.astype(np.float64)
+
+    def __call__(self, A: Any, B: Any, C: Any = None) -> np.ndarray:
+        fa, fb = self.row.inputs
+        a = self._operand(A, fa, "A", 2)
+        b = self._operand(B, fb, "B", 2)
+        M, K = a.shape
+        if b.shape[0] != K:
+            raise ValueError(f"{self!r}: A is {a.shape}, B is {b.shape}: K differs")
+        N = b.shape[1]
+        c = None
+        if C is not None:
+            c = self._operand(C, self.row.out, "C", 2)
+            if c.shape != (M, N):
+                raise ValueError(f"{self!r}: C must be {(M, N)}, got {c.shape}")
+        return self.compute(a, b, c)
+
+    def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
+        """The result for float64 values ``a`` (M×K), ``b`` (K×N), ``c``."""
+        M, K = a.shape
+        N = b.shape[1]
+        values = np.full((M, N), np.nan)
+        plan = self.plan(M, K, N)
+        owner = self._owner(plan, M, N)
+        for i, ((r0, r1, c0, c1), p) in enumerate(plan):
+            mine = owner[r0:r1, c0:c1] == i
+            if not mine.any():
+                continue
+            if p.accumulation is None:
+                rows, cols = np.nonzero(mine)
+                raise ValueError(f"{self!r}: the kernel at M={M}, K={K}, N={N} (e.g. row "
+                                 f"{r0 + rows[0]}, column {c0 + cols[0]}) is not decoded "
+                                 f"({p.source}); run fpsim.mma.probe(fn, ..., shape='gemm', "
+                                 "size=(M, K, N)) on the library itself")
+            res = _chains.run(p.accumulation, a[r0:r1, None, :], b[:, c0:c1].T[None, :, :],
+                              None if c is None else c[r0:r1, c0:c1], self.row.out)
+            values[r0:r1, c0:c1][mine] = res[mine]
+        return to_dtype(values, self.row.out)
+
+
+def to_dtype(values: np.ndarray, out: str) -> np.ndarray:
+    """Float64 values of ``out`` as an array of its dtype, NaN as x86's
+    default NaN."""
+    res = values.astype(_dtype(out))
+    nan = np.isnan(values)
+    if nan.any():
+        bits = res.view(f"u{res.dtype.itemsize}")
+        bits[nan] = _chains.nan_code(out)
+    return res
+
+
+def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM:
+    """What a CPU library's GEMM computes: a :class:`CPUGEMM` from the row of
+    :data:`CPU_LIBRARIES` for ``library`` (``"numpy"``, ``"torch"``,
+    ``"jax"``, ``"ml_dtypes"``), the input format ``fmt`` and the output
+    ``out`` (default: the only row's, or the input format).
+
+    >>> cpu("torch", "bf16")
+    <CPUGEMM torch bf16 -> bf16: torch.mm(a, b) / torch.addmm(c, a, b) on the CPU (C joins in FP32 after the sum)>
+    >>> cpu("numpy", "e5m2")
+    Traceback (most recent call last):
+      ...
+    ValueError: no CPU row for numpy e5m2; known: jax bf16 -> bf16, jax bf16 -> fp32, ...
+    """
+    if not isinstance(library, str):
+        raise TypeError(f"cpu(): library must be a string, got {type(library).__name__}")
+    name = _lookup(fmt).name
+    rows = [r for (lib, f, _o), r in CPU_LIBRARIES.items() if lib == library and f == name]
+    if out is not None:
+        o = _lookup(out).name
+        rows = [r for r in rows if r.out == o]
+    elif len(rows) > 1:
+        rows = [r for r in rows if r.out == name] or rows[:1]
+    if not rows:
+        known = ", ".join(f"{lib} {f} -> {o}" for lib, f, o in cpu_libraries())
+        want = f"{library} {name}" + (f" -> {_lookup(out).name}" if out is not None else "")
+        raise ValueError(f"no CPU row for {want}; known: {known}")
+    return CPUGEMM(rows[0], threads)
