@@ -26,13 +26,13 @@ engine that runs a schedule), ``fpsim.mma.library`` (cuBLAS, CUTLASS and
 Triton by name), ``fpsim.mma.probe`` (naming a black box),
 ``fpsim.mma.blockscaled`` (Blackwell's block-scaled MXFP8/6/4 and NVFP4
 instructions), ``fpsim.mma.accumulation`` (how a CPU kernel sums, as
-data) and ``fpsim.mma.cpu`` (numpy, torch, JAX and ml_dtypes on the CPU
+data) and ``fpsim.mma.cputable`` (numpy, torch, JAX and ml_dtypes on the CPU
 by name).
 """
 
 from .accumulation import Accumulation
 from .blockscaled import BlockScaledModel, BlockScaledParams, block_scaled
-from .cpu import CPUGEMM, cpu, cpu_libraries
+from .cputable import CPUGEMM, cpu, cpu_kernel, cpu_libraries
 from .gemm import LibraryGEMM
 from .library import cublas, cutlass, triton
 from .model import MMAModel
@@ -41,7 +41,7 @@ from .presets import gpus, preset, presets
 from .probe import ProbeError, ProbeResult, ProbeTimeout, probe
 from .schedule import Schedule
 
-__all__ = ["Accumulation", "CPUGEMM", "cpu", "cpu_libraries",
+__all__ = ["Accumulation", "CPUGEMM", "cpu", "cpu_kernel", "cpu_libraries",
            "MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
            "ProbeResult", "ProbeError", "ProbeTimeout", "Schedule", "LibraryGEMM", "cublas",
            "cutlass", "triton", "BlockScaledModel", "BlockScaledParams", "block_scaled"]

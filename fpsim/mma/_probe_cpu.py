@@ -13,7 +13,7 @@ Stages, each keeping its evidence:
    ``K·s`` times 2**accumulator-precision so it swallows every partial sum
    of ``s``; the read needs ``L`` in the input format and ``s·K`` exact in
    the output format, and is skipped (said so) where they are not.
-2. **Candidates**: every CPU library row of :mod:`fpsim.mma.cpu` for these
+2. **Candidates**: every CPU library row of :mod:`fpsim.mma.cputable` for these
    formats (at 1 and 2 threads), and a family of accumulations: one chain,
    pairs taken odd first, 2 to 16 interleaved lanes with every tail rule
    and join, FMA or rounded products, FP32 or FP64 accumulators, with the
@@ -43,13 +43,17 @@ import numpy as np
 from .. import array as _array
 from ..formats import Format
 from ._probe_findings import Finding
-from ._probe_gemm import GemmCaller
+from ._probe_gemm import GemmCaller, _units
+from ._probe_io import to_dtype
 from .accumulation import JOINS, TAILS, Accumulation
-from .cpu import CPU_LIBRARIES, CPUGEMM, CPULibrary, Part
+from .cputable import CPU_LIBRARIES, CPUGEMM, CPULibrary, Part
+from .gemm import LibraryGEMM
+from .schedule import Schedule
 
 __all__ = ["probe_size"]
 
 _BLOCKS = (64, 128, 192, 256, 320, 384, 448, 512, 1024, 2048)
+_GPU_WORK = 1 << 22    # multiply-adds up to which GPU instructions are candidates
 _SAMPLE = 384          # output elements a candidate is first tried on
 _SEPARATE = 6          # fresh input sets tried to tell two candidates apart
 
@@ -73,10 +77,29 @@ class _Read:
         self.M, self.K, self.N = size
         self.rng = rng
 
-    def inputs(self, spread: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def inputs(self, spread: int, cancel: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Random inputs; with ``cancel``, a quarter of the products are
+        made large (up to 2**60 above the rest, as far as the input format
+        reaches) and cancelled exactly by another quarter, in a random
+        order: the result is the sum of the small products, and every
+        rounding of a partial sum that held a large one shows in it."""
         M, K, N = self.M, self.K, self.N
         A = _values(self.rng, self.fa, (M, K), spread)
         B = _values(self.rng, self.fb, (K, N), spread)
+        if cancel and K >= 2:
+            h = max(1, K // 4)
+            pos = self.rng.permutation(K)
+            big, twin = pos[:h], pos[h:2 * h]
+            # large, but every product and partial sum stays finite in FP32
+            e = min(spread, self.fa.emax // 2 - 2)
+            lift = max(0, min(60, self.fa.emax - e - 1, 100 - 2 * e - math.ceil(math.log2(K))))
+            A[:, big] = _array.decode(_array.encode(np.clip(A[:, big] * 2.0**lift,
+                                                            -float(self.fa.max),
+                                                            float(self.fa.max)), self.fa),
+                                      self.fa)
+            A[:, twin] = A[:, big]
+            B[twin] = -B[big]
         C = _values(self.rng, self.fout, (M, N), spread) if self.caller.with_c else None
         return A, B, C
 
@@ -207,6 +230,15 @@ def candidates(rd: _Read, spans: list[tuple[int, int]] | None
             g = CPUGEMM(row, threads)
             if _decoded(g, rd):
                 libs.append((f"{lib} {fmt} -> {o} (threads={threads})", _row_runner(g)))
+    gpus: list[tuple[str, Callable[..., np.ndarray]]] = []
+    if rd.M * K * rd.N <= _GPU_WORK and fout.name in ("fp32", "fp16", "bf16"):
+        for names, model in _units(fa, rd.fb, fout):
+            try:
+                g = LibraryGEMM(model, Schedule(), out=fout.name)
+            except ValueError:
+                continue
+            gpus.append((f"{'/'.join(names)} {fa.name} -> {model.params.output} instruction "
+                         "chained along K", _gpu_runner(g, fa, rd.fb, fout)))
     wide = fa.precision > 24 or rd.fb.precision > 24
     accs = ["fp64"] if wide else ["fp32", "fp64"]
     block_opts: list[Accumulation | None] = [None]
@@ -215,7 +247,7 @@ def candidates(rd: _Read, spans: list[tuple[int, int]] | None
     else:
         block_opts += [Accumulation(k_block=q) for q in _BLOCKS if q < K]
     cjoins = ("first", "start", "last", "output") if rd.caller.with_c else ("first",)
-    stages = [libs]
+    stages = [libs + gpus]
     seen = set()
     for acc, products in ([(accs[0], "fma"), (accs[0], "rounded")]
                           + [(a, p) for a in accs[1:] for p in ("fma", "rounded")]):
@@ -247,6 +279,22 @@ def _row_runner(g: CPUGEMM) -> Callable[..., np.ndarray]:
         full = g.compute(A, B, C)
         return full[rows, cols].astype(np.float64)
     run.full = True  # type: ignore[attr-defined]
+    run.gemm = g  # type: ignore[attr-defined]
+    return run
+
+
+def _gpu_runner(g: LibraryGEMM, fa: Format, fb: Format, fout: Format
+                ) -> Callable[..., np.ndarray]:
+    def run(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, rows: np.ndarray,
+            cols: np.ndarray) -> np.ndarray:
+        args = [to_dtype(A, fa), to_dtype(B, fb)]
+        if C is not None:
+            args.append(to_dtype(C, fout))
+        with np.errstate(all="ignore"):
+            full = np.asarray(g(*args, workers=1)).astype(np.float64)
+        return full[rows, cols]
+    run.full = True  # type: ignore[attr-defined]
+    run.gemm = g  # type: ignore[attr-defined]
     return run
 
 
@@ -276,7 +324,7 @@ def _same_bits(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
                size: tuple[int, int, int], seed: int) -> dict[str, Any]:
     """Run the stages; returns a dict: ``findings``, ``gemm`` (a
-    :class:`~fpsim.mma.cpu.CPUGEMM` or None), ``matches`` (library rows
+    :class:`~fpsim.mma.cputable.CPUGEMM` or None), ``matches`` (library rows
     that reproduce), ``reproduces``, ``mismatches``, ``equivalent``."""
     rng = np.random.default_rng(seed)
     rd = _Read(caller, fa, fb, fout, size, rng)
@@ -286,8 +334,8 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
     stages = candidates(rd, spans)
     cands = [c for st in stages for c in st]
     trials = []
-    for spread in (20, 3):
-        A, B, C = rd.inputs(spread)
+    for spread, cancel in ((20, False), (20, True)):
+        A, B, C = rd.inputs(spread, cancel)
         trials.append((A, B, C, rd.call(A, B, C, "random inputs")))
     # stage 3a: sampled elements, stage by stage
     idx = rng.permutation(M * N)[:_SAMPLE]
@@ -333,7 +381,7 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
             break
     allr, allc = np.divmod(np.arange(M * N), N)
     owner = np.full(M * N, -1)
-    for i, (name, run) in enumerate(chosen):
+    for i, (_name, run) in enumerate(chosen):
         good = np.ones(M * N, bool)
         for A, B, C, D in trials:
             good &= _same_bits(run(A, B, C, allr, allc), D.ravel())
@@ -352,7 +400,7 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
             if n == name or not ok[mine[idx]].all():
                 continue
             for _ in range(_SEPARATE):
-                A, B, C = rd.inputs(int(rng.integers(2, 40)))
+                A, B, C = rd.inputs(int(rng.integers(2, 40)), bool(rng.integers(2)))
                 x, y = group[0][1](A, B, C, pr, pc), r(A, B, C, pr, pc)
                 if not _same_bits(x, y).all():
                     D = rd.call(A, B, C, "separating candidates")[pr, pc]
@@ -372,23 +420,27 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
     # stage 5: check on fresh inputs
     mismatches = int((owner < 0).sum())
     if gemm is not None and mismatches == 0:
-        for spread in (0, 20):
-            A, B, C = rd.inputs(spread)
+        for spread, cancel in ((0, False), (3, True), (40, True)):
+            A, B, C = rd.inputs(spread, cancel)
             D = rd.call(A, B, C, "the check")
-            mismatches += int((~_same_bits(gemm.compute(A, B, C), D)).sum())
-    names = [n for n, _ in chosen]
+            got = _values_of(gemm, A, B, C, fa, fb, fout)
+            mismatches += int((~_same_bits(got, D)).sum())
+    elif gemm is None and mismatches == 0:
+        mismatches = -1                     # regions of several library calls: no one callable
+    names = [n for i, (n, _) in enumerate(chosen) if (owner == i).any()]
     lib = [n for n, r in cands if getattr(r, "full", False)
            and all(_same_bits(r(A, B, C, allr, allc), D.ravel()).all() for A, B, C, D in trials)]
-    regions = gemm.describe(M, K, N) if gemm is not None else "-"
-    f["accumulation"] = Finding(names[0] if len(names) == 1 else names,
+    regions = (gemm.describe(M, K, N) if isinstance(gemm, CPUGEMM) else
+               repr(gemm) if gemm is not None else "-")
+    f["accumulation"] = Finding(names[0] if len(names) == 1 else (names or None),
                                 f"{tried} candidates tried; regions: {regions}")
-    return dict(findings=f, gemm=gemm, matches=lib, reproduces=mismatches == 0,
+    return dict(findings=f, gemm=gemm, matches=lib, reproduces=gemm is not None and mismatches == 0,
                 mismatches=mismatches, equivalent=equivalent, candidates=tried)
 
 
 def _result_gemm(chosen: list[tuple[str, Callable[..., np.ndarray]]], owner: np.ndarray,
                  fa: Format, fb: Format, fout: Format, size: tuple[int, int, int]
-                 ) -> CPUGEMM | None:
+                 ) -> Any:
     """A :class:`CPUGEMM` whose parts are the chosen accumulations on their
     regions (rectangles of equal owner), valid at this size only."""
     M, K, N = size
@@ -428,14 +480,20 @@ def _result_gemm(chosen: list[tuple[str, Callable[..., np.ndarray]]], owner: np.
 
 
 def _row_result(chosen: list[tuple[str, Callable[..., np.ndarray]]], owner: np.ndarray,
-                fa: Format, fb: Format, fout: Format, size: tuple[int, int, int]
-                ) -> CPUGEMM | None:
-    """Where a library row was chosen, the result is that row's callable
-    (when it owns every element)."""
+                fa: Format, fb: Format, fout: Format, size: tuple[int, int, int]) -> Any:
+    """Where a library row or a GPU instruction was chosen, the result is its
+    own callable, when it gives every element (None where it shares the
+    output with others: no one callable is built then)."""
     if (owner == 0).all():
-        name = chosen[0][0]
-        for (lib, fmt, o), row in CPU_LIBRARIES.items():
-            for threads in (1, 2):
-                if name == f"{lib} {fmt} -> {o} (threads={threads})":
-                    return CPUGEMM(row, threads)
+        return getattr(chosen[0][1], "gemm", None)
     return None
+
+
+def _values_of(gemm: Any, A: np.ndarray, B: np.ndarray, C: np.ndarray | None,
+               fa: Format, fb: Format, fout: Format) -> np.ndarray:
+    """The float64 values ``gemm`` gives on values ``A``, ``B``, ``C``."""
+    if isinstance(gemm, CPUGEMM):
+        return gemm.compute(A, B, C).astype(np.float64)
+    args = [to_dtype(A, fa), to_dtype(B, fb)] + ([] if C is None else [to_dtype(C, fout)])
+    with np.errstate(all="ignore"):
+        return np.asarray(gemm(*args)).astype(np.float64)

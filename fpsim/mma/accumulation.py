@@ -6,7 +6,7 @@ products ``p_k = A[m, k] · B[k, n]`` built from IEEE additions and fused
 multiply-adds, in an order the kernel's loops fix.  An
 :class:`Accumulation` states that order and those roundings; one engine
 (:mod:`fpsim.mma._chains`) runs it at any size, and the CPU libraries are
-rows of a table (:mod:`fpsim.mma.cpu`), not code paths.
+rows of a table (:mod:`fpsim.mma.cputable`), not code paths.
 
 For one output element, in order:
 
@@ -226,8 +226,8 @@ class Accumulation:
 
         >>> str(Accumulation())
         'one FP32 chain, FMA'
-        >>> str(Accumulation(k_block=512, pair_swap=True, ftz=True, products="rounded"))
-        'one FP32 chain, odd product of each pair first, rounded products, K blocks of 512 (uniform), FTZ'
+        >>> print(Accumulation(k_block=512, pair_swap=True, ftz=True, products="rounded"))
+        one FP32 chain, odd product of each pair first, rounded products, K blocks of 512 ...
         """
         acc = self.accumulator.upper()
         if self.lanes == 1:

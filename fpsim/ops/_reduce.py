@@ -15,7 +15,9 @@ from ..array.engine import check_size
 from ..context import Context, resolve
 from ..formats import FP32, Format
 from ..mma import MMAModel
+from ..mma.accumulation import Accumulation
 from ..mma.blockscaled import BlockScaledModel
+from ..mma.cputable import CPUGEMM, cpu_kernel
 from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
@@ -583,7 +585,24 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     ``alpha × acc`` rounded to FP32: ``fpsim/ops/_blockgemm.py``).  The
     FP32 result is converted to ``out``.
 
+    ``accumulate=`` a CPU kernel's accumulation (:class:`fpsim.mma.Accumulation`:
+    FMA chains, K blocks, interleaved lanes, ...) or a CPU library's row
+    (:func:`fpsim.mma.cpu`, e.g. ``fpsim.mma.cpu("torch", "bf16")``): every
+    output element is that order of IEEE operations (``docs/cpu_gemms.rst``),
+    rounded once to ``out`` (default: the accumulator's format, or the row's
+    output), with ``c=`` where the accumulation says C joins; the result is
+    values of the output's dtype.  ``compute``, ``order``, ``split_k``,
+    ``promote_every``, ``schedule``, ``alpha`` and ``beta`` are refused.
+
     >>> import fpsim.mma
+    >>> x = np.float16([[1.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-24]])
+    >>> y = np.ones((5, 1), np.float16)
+    >>> four_lanes = fpsim.mma.Accumulation(lanes=4, join="pairs")
+    >>> float(matmul(x, y, accumulate=four_lanes, out="fp32")[0, 0])   # small ones meet first
+    1.0000001192092896
+    >>> float(matmul(x, y, accumulate=fpsim.mma.Accumulation(), out="fp32")[0, 0])
+    1.0
+
     >>> h100 = fpsim.mma.preset("h100", "e4m3")       # k = 32
     >>> x = np.full((1, 64), 2.0**-7, "float8_e4m3fn"); x[0, 0] = x[0, 32] = 1.0
     >>> float(matmul(x, x.T, accumulate=h100)[0, 0])   # each 2**-14 below 13 bits of 1
@@ -603,6 +622,8 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     >>> float(matmul(x, y, accumulate="fp16", promote_every=128, out="fp32")[0, 0])
     4096.0
     """
+    if isinstance(accumulate, (Accumulation, CPUGEMM)):
+        return _cpu_matmul(x, y, accumulate, fmt, out, c, locals())
     if isinstance(accumulate, BlockScaledModel):
         from ._blockgemm import block_scaled_matmul
 
@@ -628,3 +649,45 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     return _contract("matmul", a, b, a.codes, b.codes, shape, compute, accumulate, out, order,
                      promote_every, promote_to, workers, steps, split_k=split_k,
                      schedule=schedule, c=c, alpha=alpha, beta=beta)
+
+
+def _cpu_matmul(x: Any, y: Any, acc: Any, fmt: Any, out: Any, c: Any,
+                given: dict[str, Any]) -> np.ndarray:
+    """``matmul(..., accumulate=)`` a CPU kernel's accumulation
+    (:class:`fpsim.mma.Accumulation`) or a CPU library's row
+    (:func:`fpsim.mma.cpu`): the result of that order of IEEE operations,
+    rounded once to the output format, as values of its dtype."""
+    extra = [k for k in ("compute", "split_k", "promote_every", "schedule", "beta", "rng")
+             if given[k] is not None]
+    extra += ["order"] * (given["order"] != "sequential")
+    extra += ["alpha"] * (not (type(given["alpha"]) in (int, float) and given["alpha"] == 1.0))
+    if extra or given["overrides"]:
+        names = extra + sorted(given["overrides"])
+        raise ValueError(f"matmul(): accumulate= a CPU accumulation takes none of "
+                         f"{', '.join(names)} (its order and roundings are the accumulation's)")
+    fx, fy = tuple(fmt) if isinstance(fmt, (tuple, list)) and len(fmt) == 2 else (fmt, fmt)
+    a, b = Operand("matmul", x, fx), Operand("matmul", y, fy, "y")
+    if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
+        raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
+                         f"{a.codes.shape} and {b.codes.shape}")
+    if isinstance(acc, CPUGEMM):
+        g = acc
+        want = (g.row.inputs, g.row.out)
+        have = ((a.fmt.name, b.fmt.name), g.row.out if out is None else declared(
+            "matmul", "out", out).name)
+        if want != have:
+            raise ValueError(f"matmul(): {g!r} takes {want[0][0]} x {want[0][1]} -> {want[1]}; "
+                             f"got {have[0][0]} x {have[0][1]} -> {have[1]}")
+    else:
+        o = acc.accumulator if out is None else declared("matmul", "out", out).name
+        g = cpu_kernel(acc, (a.fmt.name, b.fmt.name), o)
+    av = array.decode(a.codes, a.fmt)
+    bv = array.decode(b.codes, b.fmt)
+    cv = None
+    if c is not None:
+        co = Operand("matmul", c, g.row.out, "c")
+        if co.codes.shape != (av.shape[0], bv.shape[1]):
+            raise ValueError(f"matmul(): c must be {(av.shape[0], bv.shape[1])}, got "
+                             f"{co.codes.shape}")
+        cv = array.decode(co.codes, co.fmt)
+    return g.compute(av, bv, cv)

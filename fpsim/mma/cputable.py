@@ -21,8 +21,8 @@ CPUs or kernels, run :func:`fpsim.mma.probe` with ``size=``.
 >>> g
 <CPUGEMM numpy fp16 -> fp16: a @ b (numpy's own loop for float16)>
 >>> a = np.full((1, 4096), 1.0, np.float16)
->>> g(a, a.T)                    # one FP32 sum, rounded once: 4096 is an FP16
-array([[4096.]], dtype=float16)
+>>> float(g(a, a.T)[0, 0])       # one FP32 sum, rounded once (FP16 sums stop at 2048)
+4096.0
 >>> print(mma.cpu("numpy", "fp32").describe(64, 1000, 64))
 M=64, K=1000, N=64, threads=1:
   rows 0:64, columns 0:64: one FP32 chain, FMA, K blocks of 448 (halve_up, unroll 16)
@@ -42,7 +42,8 @@ from ..formats import format as _lookup
 from . import _args, _chains
 from .accumulation import Accumulation
 
-__all__ = ["cpu", "CPUGEMM", "CPULibrary", "Part", "CPU_LIBRARIES", "cpu_libraries"]
+__all__ = ["cpu", "cpu_kernel", "CPUGEMM", "CPULibrary", "Part", "CPU_LIBRARIES",
+           "cpu_libraries"]
 
 _NAMES = ("M", "K", "N", "T")
 _OPS = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
@@ -114,6 +115,7 @@ class Part:
         object.__setattr__(self, "_code", tuple(codes))
 
     def applies(self, env: Mapping[str, int]) -> bool:
+        """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``)."""
         return bool(_eval(self._code[0], env))
 
     def region(self, env: Mapping[str, int]) -> tuple[int, int, int, int]:
@@ -180,6 +182,10 @@ def _openblas_parts(acc: str, q: int) -> tuple[Part, ...]:
              source=f"OpenBLAS driver/level3/level3_thread.c (K panels), {param}"),
         Part(None, when="M == 1 or N == 1", source="gemv: not decoded"),
     ]
+    if acc == "fp64":
+        parts.append(Part(None, when="M * N * K > 1000000 and T >= 2 and N % 8 != 0",
+                          cols="N // 8 * 8:", source="dgemm on 2+ threads: the last N mod 8 "
+                          "columns follow another order (at 33x777x45): not decoded"))
     return tuple(parts)
 
 
@@ -189,7 +195,8 @@ _ATEN = ("ATen aten/src/ATen/native/mkldnn/Matmul.cpp checksize (M·K·N > 4096 
 _ONEDNN = ("oneDNN brg_matmul:avx512_core_bf16 (ONEDNN_VERBOSE): VDPBF16PS, K blocks of "
            "512 (K < 1024) or 1024, measured")
 _BF16_TORCH = (
-    Part(Accumulation(lanes=4, tail="lane0", c_joins="last"), when="M * K * N <= 4096", source=_ATEN),
+    Part(Accumulation(lanes=4, tail="lane0", c_joins="last"), when="M * K * N <= 4096",
+         source=_ATEN),
     Part(Accumulation(pair_swap=True, k_block=512, ftz=True, c_joins="last"),
          when="M * K * N > 4096 and K < 1024",
          source=_ONEDNN),
@@ -236,7 +243,7 @@ _row(CPULibrary("jax", ("bf16", "bf16"), "fp32",
                 "jnp.dot(a, b, preferred_element_type=jnp.float32) on bfloat16 arrays", _JAX,
                 (Part(Accumulation(pair_swap=True, k_block=2048), source=_YNN + ": VDPBF16PS-"
                       "style pairs, K blocks of 2048"),
-                 Part(None, when="N < 16 or K < 1000",
+                 Part(None, when="N < 16 or N == 16 and K < 1000",
                       source="four lanes at 16x41x16, another order at 7x4096x5: not decoded"))))
 
 
@@ -362,12 +369,12 @@ def to_dtype(values: np.ndarray, out: str) -> np.ndarray:
 
 def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM:
     """What a CPU library's GEMM computes: a :class:`CPUGEMM` from the row of
-    :data:`CPU_LIBRARIES` for ``library`` (``"numpy"``, ``"torch"``,
+    ``fpsim.mma.cputable.CPU_LIBRARIES`` for ``library`` (``"numpy"``, ``"torch"``,
     ``"jax"``, ``"ml_dtypes"``), the input format ``fmt`` and the output
     ``out`` (default: the only row's, or the input format).
 
     >>> cpu("torch", "bf16")
-    <CPUGEMM torch bf16 -> bf16: torch.mm(a, b) / torch.addmm(c, a, b) on the CPU (C joins in FP32 after the sum)>
+    <CPUGEMM torch bf16 -> bf16: torch.mm(a, b) / torch.addmm(c, a, b) on the CPU ...>
     >>> cpu("numpy", "e5m2")
     Traceback (most recent call last):
       ...
@@ -387,3 +394,34 @@ def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM
         want = f"{library} {name}" + (f" -> {_lookup(out).name}" if out is not None else "")
         raise ValueError(f"no CPU row for {want}; known: {known}")
     return CPUGEMM(rows[0], threads)
+
+
+def cpu_kernel(accumulation: Accumulation, inputs: Any = "fp32", out: Any = None) -> CPUGEMM:
+    """A GEMM that sums every output element by one
+    :class:`~fpsim.mma.Accumulation`
+    (your own kernel's order, or a variation of a library's), as a
+    :class:`CPUGEMM`: ``g(A, B)``, ``g(A, B, C)``.  ``inputs``: one format
+    or a pair (A's, B's); ``out``: the output format (default: the
+    accumulator's).
+
+    >>> import numpy as np
+    >>> g = cpu_kernel(Accumulation(lanes=4, join="pairs"), "fp16", "fp32")
+    >>> a = np.float16([[1.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-24]])
+    >>> float(g(a, np.ones((5, 1), np.float16))[0, 0])   # the small products meet first
+    1.0000001192092896
+    """
+    if not isinstance(accumulation, Accumulation):
+        raise TypeError(f"cpu_kernel(): accumulation must be an Accumulation, got "
+                        f"{type(accumulation).__name__}")
+    fa, fb = (inputs if isinstance(inputs, (tuple, list)) else (inputs, inputs))
+    names = (_lookup(fa).name, _lookup(fb).name)
+    o = _lookup(out).name if out is not None else accumulation.accumulator
+    for n in names + (o,):
+        if value_dtype(n) is None:
+            raise ValueError(f"cpu_kernel(): {n} has no numpy dtype for its values; accepted: "
+                             "fp64, fp32, fp16, bf16 and the FP8/FP6/FP4 formats of ml_dtypes")
+    if o not in ("fp64", "fp32", "fp16", "bf16"):
+        raise ValueError(f"cpu_kernel(): out={o}; accepted: fp64, fp32, fp16, bf16")
+    row = CPULibrary("kernel", names, o, str(accumulation), "stated by the caller",
+                     (Part(accumulation, source="cpu_kernel()"),))
+    return CPUGEMM(row)

@@ -1,0 +1,152 @@
+"""The CPU library rows (fpsim.mma.cputable) against outputs the real libraries
+gave, recorded in tests/data/cpu-gemms/cpu-libraries.npz by
+examples/cpu_gemms/record_cpu_gemms.py (numpy 2.4.6 with OpenBLAS 0.3.31's
+SkylakeX kernels, torch 2.13.0+cpu, jax 0.10.2, ml_dtypes 0.6.0 on a 2-core
+AMD EPYC, Zen 4, 2026-11-29: the recording's own metadata says).
+
+The inputs are made again here from PCG64's raw stream (numpy promises its
+bit generators' streams stable), so the recording holds only outputs.  No
+test reads this machine's BLAS: the rows run on fpsim's engine and are
+compared with what the libraries wrote on the recording machine.  A row
+either reproduces a recorded output bit for bit or refuses the shape (a
+kernel it has not decoded); the refusals are listed below, so a rule that
+starts to guess is noticed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fpsim.mma as mma
+
+RECORDING = Path(__file__).parent / "data" / "cpu-gemms" / "cpu-libraries.npz"
+
+#: (name, library, input format, output format, takes C, threads)
+CALLS = [
+    ("numpy-fp32", "numpy", "fp32", "fp32", False, 1),
+    ("numpy-fp32-2threads", "numpy", "fp32", "fp32", False, 2),
+    ("numpy-fp64", "numpy", "fp64", "fp64", False, 1),
+    ("numpy-fp64-2threads", "numpy", "fp64", "fp64", False, 2),
+    ("numpy-fp16", "numpy", "fp16", "fp16", False, 1),
+    ("ml_dtypes-bf16", "ml_dtypes", "bf16", "fp32", False, 1),
+    ("ml_dtypes-e4m3", "ml_dtypes", "e4m3", "fp32", False, 1),
+    ("torch-bf16-mm", "torch", "bf16", "bf16", False, 1),
+    ("torch-bf16-addmm", "torch", "bf16", "bf16", True, 1),
+    ("jax-fp32-highest", "jax", "fp32", "fp32", False, 1),
+    ("jax-bf16", "jax", "bf16", "bf16", False, 1),
+    ("jax-bf16-to-fp32", "jax", "bf16", "fp32", False, 1),
+]
+#: skinny, small, square, K not a multiple of any block, K over 4,000, tails
+SHAPES = [(7, 4096, 5), (3, 5, 4), (6, 40, 18), (9, 100, 11), (64, 64, 64), (64, 300, 64),
+          (33, 777, 45), (16, 1001, 64), (16, 1001, 16), (8, 4500, 64)]
+KINDS = ("normal", "wide")
+
+#: (call, shape) the rows refuse: kernels not decoded (see fpsim/mma/cputable.py)
+UNDECODED = {
+    ("numpy-fp64", (3, 5, 4)), ("numpy-fp64-2threads", (3, 5, 4)),
+    ("numpy-fp64-2threads", (33, 777, 45)),
+    ("jax-fp32-highest", (3, 5, 4)), ("jax-fp32-highest", (6, 40, 18)),
+    ("jax-fp32-highest", (33, 777, 45)),
+    ("jax-bf16", (3, 5, 4)), ("jax-bf16", (6, 40, 18)), ("jax-bf16", (33, 777, 45)),
+    ("jax-bf16-to-fp32", (7, 4096, 5)), ("jax-bf16-to-fp32", (3, 5, 4)),
+    ("jax-bf16-to-fp32", (9, 100, 11)),
+}
+
+_DTYPES = {"fp32": np.float32, "fp64": np.float64, "fp16": np.float16,
+           "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn}
+_SPREAD = {"fp32": 30, "fp64": 300, "fp16": 6, "bf16": 40, "e4m3": 3}
+
+
+def operands(fmt: str, shape: tuple[int, int], seed: int, kind: str) -> np.ndarray:
+    """Values of ``fmt`` from PCG64's raw 64-bit stream: a 24-bit (FP64:
+    52-bit) significand, a random sign and, for ``"wide"``, an exponent
+    over ``±_SPREAD[fmt]`` binades; rounded to the format by numpy or
+    ml_dtypes (to nearest even)."""
+    n = int(np.prod(shape))
+    raw = np.random.PCG64(seed).random_raw(2 * n).astype(np.uint64)
+    bits, spread = raw[:n], raw[n:]
+    sig = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53 + 0.5       # [0.5, 1)
+    sign = np.where((bits & np.uint64(1)) == 1, -1.0, 1.0)
+    e = (spread % np.uint64(2 * _SPREAD[fmt] + 1)).astype(np.int64) - _SPREAD[fmt]
+    x = sign * sig * (np.exp2(e) if kind == "wide" else 2.0)
+    with np.errstate(over="ignore"):
+        return x.reshape(shape).astype(_DTYPES[fmt])
+
+
+def inputs(call: tuple, shape: tuple[int, int, int], kind: str
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    name, _lib, fmt, out, with_c, _t = call
+    M, K, N = shape
+    seed = sum(map(ord, name)) * 1000 + M * 7 + K * 3 + N + (500 if kind == "wide" else 0)
+    A = operands(fmt, (M, K), seed, kind)
+    B = operands(fmt, (K, N), seed + 1, kind)
+    C = operands(out, (M, N), seed + 2, kind) if with_c else None
+    return A, B, C
+
+
+def openblas_core() -> str:
+    """The kernel family OpenBLAS chose in this process ("SkylakeX",
+    "Haswell", ...), read from the loaded library; "unknown" where none is
+    loaded or it does not say."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {ln.split()[-1] for ln in maps if "openblas" in ln.lower() and ".so" in ln}
+    except OSError:                      # not Linux
+        return "unknown"
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        for sym in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                    "openblas_get_corename"):
+            f = getattr(lib, sym, None)
+            if f is not None:
+                f.restype = ctypes.c_char_p
+                return f().decode()
+    return "unknown"
+
+
+def key(name: str, shape: tuple[int, int, int], kind: str) -> str:
+    return f"{name}|{'x'.join(map(str, shape))}|{kind}"
+
+
+@pytest.fixture(scope="module")
+def recording() -> dict[str, np.ndarray]:
+    with np.load(RECORDING) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_the_recording_says_where_it_was_made(recording: dict[str, np.ndarray]) -> None:
+    meta = json.loads(str(recording["meta"]))
+    assert meta["openblas_core"] == "SkylakeX"
+    assert meta["numpy"] == "2.4.6" and meta["torch"].startswith("2.13.0")
+    assert meta["jax"] == "0.10.2"
+    assert len(recording) - 1 == len(CALLS) * len(SHAPES) * len(KINDS)
+
+
+@pytest.mark.parametrize("call", CALLS, ids=[c[0] for c in CALLS])
+def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, np.ndarray]
+                                             ) -> None:
+    name, lib, fmt, out, with_c, threads = call
+    g = mma.cpu(lib, fmt, out, threads=threads)
+    refused = set()
+    for shape in SHAPES:
+        for kind in KINDS:
+            A, B, C = inputs(call, shape, kind)
+            want = recording[key(name, shape, kind)]
+            try:
+                got = g(A, B) if C is None else g(A, B, C)
+            except ValueError as e:
+                assert "not decoded" in str(e)
+                refused.add((name, shape))
+                continue
+            bits = got.view(f"u{got.dtype.itemsize}")
+            same = bits == want
+            # a NaN the library wrote: the row writes x86's default NaN
+            assert same.all(), (name, shape, kind, int((~same).sum()), np.argwhere(~same)[:4])
+    assert refused == {u for u in UNDECODED if u[0] == name}
