@@ -3,7 +3,7 @@ CPU build and JAX installed).
 
 For every black box of issue 42 — numpy's float32, float64 and float16 ``@``,
 ml_dtypes' bfloat16 and float8_e4m3fn ``@``, ``torch.mm``, ``torch.addmm`` and
-``torch.bmm`` on bfloat16, ``torch.mm`` on float32, ``jnp.dot`` on float32
+``torch.bmm`` on bfloat16, ``torch.mm`` and ``torch.addmm`` on float32, ``jnp.dot`` on float32
 (HIGHEST), bfloat16 and bfloat16 into float32 — at a skinny, a square, a K
 that is a multiple of no block and a K over 4,000, ``probe(..., size=)``
 either reproduces the call bit for bit (checked again on fresh normal, wide
@@ -58,7 +58,10 @@ BOXES = {
                          ("torch", "bf16", "bf16")),
     "torch.bmm bf16": ("bf16", "bf16", lambda A, B: _n(torch.bmm(_t(A)[None], _t(B)[None])[0]),
                        None),
-    "torch.mm fp32": ("fp32", "fp32", lambda A, B: _n(torch.mm(_t(A), _t(B))), None),
+    "torch.mm fp32": ("fp32", "fp32", lambda A, B: _n(torch.mm(_t(A), _t(B))),
+                      ("torch", "fp32", "fp32")),
+    "torch.addmm fp32": ("fp32", "fp32", lambda A, B, C: _n(torch.addmm(_t(C), _t(A), _t(B))),
+                         ("torch", "fp32", "fp32")),
     "jnp.dot fp32": ("fp32", "fp32", lambda A, B: np.asarray(
         jnp.dot(A, B, precision=jax.lax.Precision.HIGHEST)), ("jax", "fp32", "fp32")),
     "jnp.dot bf16": ("bf16", "bf16", lambda A, B: np.asarray(jnp.dot(A, B)),
@@ -102,7 +105,7 @@ def test_probe_reproduces_or_says_not(box: str, size: tuple[int, int, int]) -> N
         A = _fresh(fin, (M, K), rng, spread)
         B = _fresh(fin, (K, N), rng, spread)
         args = (A, B)
-        if box.startswith("torch.addmm"):
+        if "addmm" in box:
             args = (A, B, _fresh(fout, (M, N), rng, spread))
         with np.errstate(all="ignore"):
             want = fn(*args)

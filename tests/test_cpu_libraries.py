@@ -37,24 +37,29 @@ CALLS = [
     ("ml_dtypes-e4m3", "ml_dtypes", "e4m3", "fp32", False, 1),
     ("torch-bf16-mm", "torch", "bf16", "bf16", False, 1),
     ("torch-bf16-addmm", "torch", "bf16", "bf16", True, 1),
+    ("torch-fp32-mm", "torch", "fp32", "fp32", False, 1),
+    ("torch-fp32-addmm", "torch", "fp32", "fp32", True, 1),
     ("jax-fp32-highest", "jax", "fp32", "fp32", False, 1),
     ("jax-bf16", "jax", "bf16", "bf16", False, 1),
     ("jax-bf16-to-fp32", "jax", "bf16", "fp32", False, 1),
 ]
 #: skinny, small, square, K not a multiple of any block, K over 4,000, tails
 SHAPES = [(7, 4096, 5), (3, 5, 4), (6, 40, 18), (9, 100, 11), (64, 64, 64), (64, 300, 64),
-          (33, 777, 45), (16, 1001, 64), (16, 1001, 16), (8, 4500, 64)]
+          (33, 777, 45), (16, 1001, 64), (16, 1001, 16), (8, 4500, 64), (7, 1000, 8)]
 KINDS = ("normal", "wide")
 
 #: (call, shape) the rows refuse: kernels not decoded (see fpsim/mma/cputable.py)
 UNDECODED = {
     ("numpy-fp64", (3, 5, 4)), ("numpy-fp64-2threads", (3, 5, 4)),
     ("numpy-fp64-2threads", (33, 777, 45)),
+    ("torch-fp32-mm", (7, 4096, 5)), ("torch-fp32-mm", (3, 5, 4)), ("torch-fp32-mm", (9, 100, 11)),
+    ("torch-fp32-addmm", (7, 4096, 5)), ("torch-fp32-addmm", (3, 5, 4)),
+    ("torch-fp32-addmm", (9, 100, 11)),
     ("jax-fp32-highest", (3, 5, 4)), ("jax-fp32-highest", (6, 40, 18)),
     ("jax-fp32-highest", (33, 777, 45)),
     ("jax-bf16", (3, 5, 4)), ("jax-bf16", (6, 40, 18)), ("jax-bf16", (33, 777, 45)),
     ("jax-bf16-to-fp32", (7, 4096, 5)), ("jax-bf16-to-fp32", (3, 5, 4)),
-    ("jax-bf16-to-fp32", (9, 100, 11)),
+    ("jax-bf16-to-fp32", (9, 100, 11)), ("jax-bf16-to-fp32", (7, 1000, 8)),
 }
 
 _DTYPES = {"fp32": np.float32, "fp64": np.float64, "fp16": np.float16,

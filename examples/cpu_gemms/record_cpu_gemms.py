@@ -47,6 +47,9 @@ def record(threads: int, out: str) -> None:
         "torch-bf16-mm": lambda A, B, C: from_torch(torch.mm(to_torch(A), to_torch(B))),
         "torch-bf16-addmm": lambda A, B, C: from_torch(torch.addmm(to_torch(C), to_torch(A),
                                                                    to_torch(B))),
+        "torch-fp32-mm": lambda A, B, C: torch.mm(to_torch(A), to_torch(B)).numpy(),
+        "torch-fp32-addmm": lambda A, B, C: torch.addmm(to_torch(C), to_torch(A),
+                                                        to_torch(B)).numpy(),
         "jax-fp32-highest": lambda A, B, C: np.asarray(
             jnp.dot(A, B, precision=jax.lax.Precision.HIGHEST)),
         "jax-bf16": lambda A, B, C: np.asarray(jnp.dot(A, B)),

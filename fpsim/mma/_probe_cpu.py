@@ -155,7 +155,7 @@ def read_blocks(rd: _Read) -> tuple[list[tuple[int, int]] | None, Finding]:
     sizes(list(range(1, K, stride)) + [K - 1])
     ends = [K]
     cur = K
-    while True:
+    while cur > 1:
         run = sorted(j for j, v in cache.items() if v == cur)
         if not run:
             break
@@ -170,11 +170,14 @@ def read_blocks(rd: _Read) -> tuple[list[tuple[int, int]] | None, Finding]:
             else:
                 below = mid
         sizes(list(range(lo, min(cur, lo + 3))))
-        members = [j for j in range(lo, min(cur, lo + 3))]
-        if lo <= 1 or cur - lo < 2 or any(cache[j] != cur for j in members):
+        if lo < 1 or any(cache[j] != cur for j in range(lo, min(cur, lo + 3))):
             break
+        if cur - lo == 1 and len(ends) > 1:
+            break               # one product: the chain inside the first block
         ends.append(lo)
         cur = lo
+    if len(ends) == 2 and ends[0] - ends[1] == 1:
+        ends.pop()              # only the last product alone: a chain's top
     blocks = sorted(ends)
     if len(blocks) < 2:
         return None, Finding(None, f"one block: |T(0, j)| = {K} only for j = {K - 1} ... "
@@ -189,7 +192,8 @@ def _rules(spans: list[tuple[int, int]], K: int) -> list[Accumulation]:
     else none (the candidates then carry no blocks)."""
     first = spans[0][1]
     out = []
-    for rule, units in (("uniform", (1,)), ("halve_up", (16, 8, 4, 2)), ("halve", (1,))):
+    for rule, units in (("uniform", (1,)), ("halve_up", (16, 8, 4, 2)), ("halve", (1,)),
+                        ("even_halves", (1,))):
         for u in units:
             a = Accumulation(k_block=first, k_block_rule=rule, k_unroll=u)
             if a.blocks(K) == spans:

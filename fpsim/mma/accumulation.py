@@ -22,7 +22,10 @@ For one output element, in order:
      ``r >= 2Q``; where ``Q < r < 2Q``, ``ceil(r // 2 / u) · u`` with
      ``u = k_unroll``; then the rest;
    * ``"halve"`` (OpenBLAS ``driver/level3/level3_thread.c``): as
-     ``"halve_up"`` but ``(r + 1) // 2``.
+     ``"halve_up"`` but ``(r + 1) // 2``;
+   * ``"even_halves"`` (MKL's ``sgemm``, measured): as ``"uniform"``,
+     except that ``Q < K <= 2Q`` gives two equal halves of K's even part
+     and, for an odd K, its last product as a block of its own.
 
 2. **Lanes.**  Inside a block, with ``lanes = w``, product ``k`` (counted
    from the block's start) goes to accumulator ``k mod w`` (a SIMD register
@@ -87,7 +90,7 @@ from . import _args
 __all__ = ["Accumulation", "K_BLOCK_RULES", "TAILS", "JOINS", "C_JOINS", "PRODUCTS"]
 
 #: How K is cut into blocks.
-K_BLOCK_RULES = ("uniform", "halve_up", "halve")
+K_BLOCK_RULES = ("uniform", "halve_up", "halve", "even_halves")
 #: Where the K mod lanes products go.
 TAILS = ("lanes", "lane0", "after")
 #: How the lanes are added together.
@@ -193,6 +196,9 @@ class Accumulation:
         Q = self.k_block
         if Q is None:
             return [(0, K)] if K else []
+        if self.k_block_rule == "even_halves" and Q < K <= 2 * Q:
+            even = K - K % 2
+            return [(0, even // 2), (even // 2, even)] + ([(even, K)] if K % 2 else [])
         out, lo = [], 0
         while lo < K:
             r = K - lo

@@ -203,6 +203,18 @@ _BF16_TORCH = (
     Part(Accumulation(pair_swap=True, k_block=1024, ftz=True, c_joins="last"),
          when="M * K * N > 4096 and K >= 1024", source=_ONEDNN),
 )
+_MKL = ("MKL 2024.2 sgemm (MKL_VERBOSE: SGEMM), measured with FPRev rows: FMA chains in K "
+        "blocks of 192; an even K up to 384 in two halves; an odd K's last product alone")
+_F32_TORCH = (
+    Part(None, source="MKL sgemm chooses its kernel by shape: at N = 5 and 9 to 11 one chain "
+         "of rounded products but for some elements (at 7x4096x5, element (3, 0) adds products "
+         "8i+4..8i+7 as a group of their own); M < 4 not measured: not decoded"),
+    Part(Accumulation(k_block=192, k_block_rule="even_halves"), when="M >= 4 and N >= 12",
+         source=_MKL + " (seen at M = 4 to 256, N = 12 to 1000, K = 64 to 4500)"),
+    Part(Accumulation(products="rounded", c_joins="start"), when="M >= 4 and (N == 4 or N == 8)",
+         source="MKL 2024.2 sgemm at N = 4 and 8 (M = 7 to 1000, K = 1000 to 4096): one chain "
+         "of rounded products from C, measured"),
+)
 _YNN = "XLA CPU's ynn_fusion (YNNPACK), measured with FPRev rows"
 _F32_JAX = (
     Part(None, source="YNNPACK chooses its kernel by a cost model not decoded: at 64xKx32 and "
@@ -235,6 +247,8 @@ for _fmt in ("bf16", "e4m3"):
                     "a @ b (the float32 result of OpenBLAS sgemm on the values)", _MLD, _F32))
 _row(CPULibrary("torch", ("bf16", "bf16"), "bf16", "torch.mm(a, b) / torch.addmm(c, a, b) on the "
                 "CPU (C joins in FP32 after the sum)", _TORCH, _BF16_TORCH))
+_row(CPULibrary("torch", ("fp32", "fp32"), "fp32", "torch.mm(a, b) / torch.addmm(c, a, b) on "
+                "the CPU (MKL sgemm)", _TORCH, _F32_TORCH))
 _row(CPULibrary("jax", ("fp32", "fp32"), "fp32",
                 "jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST) on the CPU", _JAX, _F32_JAX))
 _row(CPULibrary("jax", ("bf16", "bf16"), "bf16", "jnp.dot(a, b) on bfloat16 arrays (the FP32 "

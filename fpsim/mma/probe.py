@@ -93,6 +93,15 @@ class ProbeResult:
     instruction preset, run with that schedule, gives every output;
     ``params`` is that preset's where the instruction's own probes found
     none; ``reproduces``: some candidate gave every output.
+
+    With ``size=(M, K, N)`` (``fpsim/mma/_probe_cpu.py``): ``size``;
+    ``gemm``: a callable ``g(A, B)`` (``g(A, B, C)``) that gave every bit
+    of the callable at that size on fresh inputs, or None; ``reproduces``:
+    whether it did; ``mismatches``: the outputs it missed (-1 where no
+    callable was built); ``matches``: the CPU library rows and GPU
+    instructions that give every output; ``equivalent``: groups of
+    candidates no input tried told apart; ``findings``: ``k_blocks``,
+    ``accumulation`` (with the regions) and ``separation``.
     """
 
     input: str
@@ -112,6 +121,7 @@ class ProbeResult:
     schedule: dict[str, Any] | None = None
     gemm: Any = None
     equivalent: list[list[str]] | None = None
+    size: tuple[int, int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -124,6 +134,7 @@ class ProbeResult:
             "matches": self.matches, "unobservable": self.unobservable,
             "calls": self.calls, "rows": self.rows, "seconds": round(self.seconds, 3),
             "schedule": self.schedule, "equivalent": self.equivalent,
+            "size": list(self.size) if self.size is not None else None,
         }
 
     def __str__(self) -> str:
@@ -135,7 +146,7 @@ class ProbeResult:
             lines.append(f"  {name.ljust(width)}  {value.ljust(10)}  {f.how}")
         if self.unobservable:
             lines.append(f"  not observable with these formats: {', '.join(self.unobservable)}")
-        if "accumulation" in self.findings:         # probe(..., size=)
+        if self.size is not None:                  # probe(..., size=)
             verdict = ("reproduces every output" if self.reproduces else
                        f"differs from the callable on {self.mismatches} outputs" if
                        self.mismatches >= 0 else "no candidate reproduces the callable")
@@ -315,7 +326,7 @@ def _probe_at_size(fn: Callable[..., Any], inputs: Any, out: Any, shape: str, si
         params=None, chained=False, order=None, findings=f, reproduces=r["reproduces"],
         mismatches=r["mismatches"], matches=r["matches"], unobservable=[],
         calls=caller.calls, rows=caller.rows, seconds=time.perf_counter() - start,
-        gemm=r["gemm"], equivalent=r["equivalent"])
+        gemm=r["gemm"], equivalent=r["equivalent"], size=(M, K, N))
 
 
 def _format(name: Any, what: str) -> Format:

@@ -587,7 +587,7 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
 
     ``accumulate=`` a CPU kernel's accumulation (:class:`fpsim.mma.Accumulation`:
     FMA chains, K blocks, interleaved lanes, ...) or a CPU library's row
-    (:func:`fpsim.mma.cpu`, e.g. ``fpsim.mma.cpu("torch", "bf16")``): every
+    (:func:`fpsim.mma.cputable.cpu`, e.g. ``fpsim.mma.cpu("torch", "bf16")``): every
     output element is that order of IEEE operations (``docs/cpu_gemms.rst``),
     rounded once to ``out`` (default: the accumulator's format, or the row's
     output), with ``c=`` where the accumulation says C joins; the result is
