@@ -39,8 +39,8 @@ Sections, each line with its reference and the issue's goal:
    the tile path (issue 34: goal <= 1x per multiply-add).
 
 10. ``cpu``: the CPU library rows (:func:`fpsim.mma.cpu`) at ``--gemm``
-    (512) cubed: numpy's sgemm (FP32 FMA chains in K blocks), dgemm (FP64
-    FMA chains), numpy's FP16 loop, torch's BF16 oneDNN kernel (odd product
+    (512) cubed: numpy's sgemm and torch's MKL sgemm (FP32 FMA chains in K
+    blocks), dgemm (FP64 FMA chains), numpy's FP16 loop, torch's BF16 oneDNN kernel (odd product
     first, FTZ) and XLA's four-lane FP32 kernel on a 512 x 512 x 16 shape,
     against the numpy float32 loop over k on the same shape (issue 42:
     goal <= 8x per multiply-add).
@@ -302,7 +302,8 @@ def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> N
 
 def section_cpu(args: argparse.Namespace, rng: np.random.Generator) -> None:
     n = args.gemm
-    cases = (("numpy", "fp32", None, (n, n, n)), ("numpy", "fp64", None, (n, n, n)),
+    cases = (("numpy", "fp32", None, (n, n, n)), ("torch", "fp32", None, (n, n, n)),
+             ("numpy", "fp64", None, (n, n, n)),
              ("numpy", "fp16", None, (n, n, n)), ("torch", "bf16", None, (n, n, n)),
              ("jax", "fp32", None, (n, n, 16)))
     for lib, fmt, out, (m, k, nn) in cases:
@@ -310,7 +311,7 @@ def section_cpu(args: argparse.Namespace, rng: np.random.Generator) -> None:
         dt = fpsim.array.value_dtype(fmt)
         x = rng.standard_normal((m, k)).astype(dt)
         y = rng.standard_normal((k, nn)).astype(dt)
-        g(x[:2, :], y[:, :2])  # warm: first-use work (conversion tables) is not timed
+        g(x[:16, :], y[:, :16])  # warm: first-use work (conversion tables) is not timed
         ours, peer = median_pair(lambda g=g, x=x, y=y: g(x, y),
                                  lambda x=x, y=y: numpy_gemm(x, y), args.repeats)
         line(f"cpu {lib} {fmt} {m}x{k}x{nn}: {g.describe(m, k, nn).splitlines()[1][22:48]}",
