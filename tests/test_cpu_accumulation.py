@@ -50,6 +50,9 @@ class Oracle:
     def __init__(self, acc: Accumulation):
         self.fp32 = acc.accumulator == "fp32"
         self.ftz = acc.ftz
+        # SoftFloat's modes are global: another test may have left others set
+        sf.set_rounding_mode(sf.RoundingMode.NEAR_EVEN)
+        sf.set_tininess_mode(sf.TininessMode.AFTER_ROUNDING)
 
     def _do(self, name: str, *xs: float) -> float:
         sf.set_exception_flags(0)
