@@ -155,3 +155,36 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
             # a NaN the library wrote: the row writes x86's default NaN
             assert same.all(), (name, shape, kind, int((~same).sum()), np.argwhere(~same)[:4])
     assert refused == {u for u in UNDECODED if u[0] == name}
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"when": "__import__('os')"}, ValueError, "not allowed"),
+    ({"when": "M.real > 1"}, ValueError, "not allowed"),
+    ({"when": "X > 1"}, ValueError, "unknown name 'X'"),
+    ({"when": "N % 0 == 1"}, ValueError, "positive integer"),
+    ({"when": "N // M > 1"}, ValueError, "positive integer"),
+    ({"when": "K > 1.5"}, ValueError, "integer constants"),
+    ({"when": "K >"}, ValueError, "not an expression"),
+    ({"rows": "0"}, ValueError, "'lo:hi'"),
+    ({"cols": 3}, ValueError, "'lo:hi'"),
+    ({"when": 1}, TypeError, "string"),
+])
+def test_part_expressions_are_checked(kw: dict, err: type, match: str) -> None:
+    from fpsim.mma.cputable import Part
+    with pytest.raises(err, match=match):
+        Part(mma.Accumulation(), **kw)
+
+
+def test_rows_refuse_wrong_operands() -> None:
+    g = mma.cpu("numpy", "fp32")
+    a = np.ones((3, 4), np.float32)
+    with pytest.raises(TypeError, match="float32"):
+        g(a.astype(np.float64), a.T)
+    with pytest.raises(ValueError, match="K differs"):
+        g(a, a)
+    with pytest.raises(ValueError, match="2-D"):
+        g(a[0], a.T)
+    with pytest.raises(ValueError, match="no CPU row for numpy e5m2"):
+        mma.cpu("numpy", "e5m2")
+    with pytest.raises(TypeError, match="threads"):
+        mma.cpu("numpy", "fp32", threads=1.0)

@@ -70,6 +70,10 @@ def _compile(text: str, what: str) -> Any:
                              "M, K, N, T")
         if isinstance(node, ast.Constant) and (type(node.value) is not int):
             raise ValueError(f"Part: {what}={text!r}: only integer constants")
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+                and not (isinstance(node.right, ast.Constant) and node.right.value > 0)):
+            raise ValueError(f"Part: {what}={text!r}: // and % take a positive integer on "
+                             "their right")
     return compile(tree, f"<{what}>", "eval")
 
 
