@@ -259,10 +259,16 @@ _row(CPULibrary("jax", ("bf16", "bf16"), "bf16", "jnp.dot(a, b) on bfloat16 arra
                 "rule on the values, rounded once to BF16)", _JAX, _F32_JAX))
 _row(CPULibrary("jax", ("bf16", "bf16"), "fp32",
                 "jnp.dot(a, b, preferred_element_type=jnp.float32) on bfloat16 arrays", _JAX,
-                (Part(Accumulation(pair_swap=True, k_block=2048), source=_YNN + ": VDPBF16PS-"
-                      "style pairs, K blocks of 2048"),
-                 Part(None, when="N < 16 or N == 16 and K < 1000",
-                      source="four lanes at 16x41x16, another order at 7x4096x5: not decoded"))))
+                (Part(None, source="YNNPACK's choice: at 12x5000x15 neither rule below, at "
+                      "3x5x4 one plain chain: not decoded"),
+                 Part(Accumulation(pair_swap=True, k_block=2048), when="N >= 16 and K >= 40",
+                      source=_YNN + ": VDPBF16PS-style pairs, K blocks of 2048 (seen at N = 16 "
+                      "to 64, K = 40 to 4500)"),
+                 Part(Accumulation(pair_swap=True), when="N <= 8 and K >= 40",
+                      source=_YNN + ": VDPBF16PS-style pairs, no K blocks (seen at N = 5, 8, K "
+                      "= 100 to 4096)"),
+                 Part(Accumulation(pair_swap=True), when="9 <= N <= 15 and 40 <= K <= 2048",
+                      source=_YNN + ": VDPBF16PS-style pairs (seen at N = 11, K = 100)"))))
 
 
 def cpu_libraries() -> list[tuple[str, str, str]]:
