@@ -119,7 +119,12 @@ class Part:
         object.__setattr__(self, "_code", tuple(codes))
 
     def applies(self, env: Mapping[str, int]) -> bool:
-        """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``)."""
+        """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``).
+
+        >>> Part(None, when="M * N * K > 1000000 and T >= 2").applies(
+        ...     dict(M=128, K=128, N=128, T=2))
+        True
+        """
         return bool(_eval(self._code[0], env))
 
     def region(self, env: Mapping[str, int]) -> tuple[int, int, int, int]:
@@ -131,7 +136,14 @@ class Part:
 
 @dataclass(frozen=True)
 class CPULibrary:
-    """A row of the table: one library call on some formats."""
+    """A row of the table: one library call on some formats (``inputs``, the
+    pair of A's and B's, and ``out``), what it is (``call``), where and when
+    it was ``measured``, and its :class:`Part` s.
+
+    >>> row = cpu("torch", "bf16").row
+    >>> row.inputs, row.out, len(row.parts)
+    (('bf16', 'bf16'), 'bf16', 3)
+    """
 
     library: str
     inputs: tuple[str, str]
@@ -303,7 +315,11 @@ class CPUGEMM:
 
     def plan(self, M: int, K: int, N: int) -> list[tuple[tuple[int, int, int, int], Part]]:
         """The parts that apply at this shape and own some output element,
-        with their regions, in order (later ones override earlier ones)."""
+        with their regions, in order (later ones override earlier ones).
+
+        >>> [(reg, p.accumulation.lanes) for reg, p in cpu("torch", "bf16").plan(2, 3, 4)]
+        [((0, 2, 0, 4), 4)]
+        """
         env = {"M": M, "K": K, "N": N, "T": self.threads}
         out = []
         for p in self.row.parts:
@@ -324,7 +340,14 @@ class CPUGEMM:
         return owner
 
     def describe(self, M: int, K: int, N: int) -> str:
-        """The accumulation of each region of the output at this shape."""
+        """The accumulation of each region of the output at this shape.
+
+        >>> print(cpu("numpy", "fp64").describe(9, 100, 11))
+        M=9, K=100, N=11, threads=1:
+          rows 0:9, columns 0:11: one FP64 chain, FMA
+          rows 0:8, columns 8:11: 8 FP64 lanes (k mod 8), joined pairs, FMA
+          rows 8:9, columns 8:11: 8 FP64 lanes (k mod 8), joined halves, FMA
+        """
         lines = [f"M={M}, K={K}, N={N}, threads={self.threads}:"]
         for (r0, r1, c0, c1), p in self.plan(M, K, N):
             what = "not decoded" if p.accumulation is None else str(p.accumulation)
@@ -358,7 +381,13 @@ class CPUGEMM:
         return self.compute(a, b, c)
 
     def compute(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
-        """The result for float64 values ``a`` (M×K), ``b`` (K×N), ``c``."""
+        """The result for float64 values ``a`` (M×K), ``b`` (K×N) and ``c``
+        (M×N, or None), each exact in its format, as the output's dtype.
+
+        >>> import numpy as np
+        >>> cpu("numpy", "fp16").compute(np.ones((1, 3)), np.ones((3, 1)), None)
+        array([[3.]], dtype=float16)
+        """
         M, K = a.shape
         N = b.shape[1]
         values = np.full((M, N), np.nan)
