@@ -307,9 +307,16 @@ def _acc_runner(acc: Accumulation, out: str) -> Callable[..., np.ndarray]:
 
     def run(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, rows: np.ndarray,
             cols: np.ndarray) -> np.ndarray:
-        c = None if C is None else C[rows, cols]
-        with np.errstate(all="ignore"):
-            return _chains.run(acc, A[rows], B[:, cols].T, c, out)
+        # the elements' rows and columns gathered in pieces of at most
+        # 2**22 values each, whatever the size
+        step = max(1, (1 << 22) // max(A.shape[1], 1))
+        res = np.empty(rows.size)
+        for lo in range(0, rows.size, step):
+            r, k = rows[lo:lo + step], cols[lo:lo + step]
+            c = None if C is None else C[r, k]
+            with np.errstate(all="ignore"):
+                res[lo:lo + step] = _chains.run(acc, A[r], B[:, k].T, c, out)
+        return res
     run.accumulation = acc  # type: ignore[attr-defined]
     return run
 
