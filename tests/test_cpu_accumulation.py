@@ -96,7 +96,7 @@ def oracle(acc: Accumulation, a: np.ndarray, b: np.ndarray, c: float | None, out
             for j in range(0, len(order) - 1, 2):
                 order[j], order[j + 1] = order[j + 1], order[j]
         w, n = acc.lanes, len(order)
-        main = n if acc.tail == "lanes" else n - n % w
+        main = n if acc.tail == "lanes" else n - n % (acc.unroll or w)
         lanes = []
         for j in range(min(w, max(n, 1))):
             v = c if (c is not None and i == 0 and j == 0 and acc.c_joins == "start") else 0.0
@@ -188,6 +188,8 @@ VARIANTS = [
     Accumulation(k_block=7, k_block_rule="halve_up", k_unroll=4),
     Accumulation(k_block=7, k_block_rule="halve"),
     Accumulation(lanes=2, k_block=10),
+    Accumulation(lanes=2, tail="lane0", unroll=8),
+    Accumulation(lanes=4, tail="after", unroll=8, join="pairs", products="rounded"),
     Accumulation(accumulator="fp64"),
     Accumulation(accumulator="fp64", lanes=8, join="pairs", k_block=12),
     Accumulation(accumulator="fp64", products="rounded", lanes=4, tail="after"),
@@ -317,6 +319,8 @@ def test_blocks_follow_openblas_rules() -> None:
     ({"tail": ""}, ValueError, "tail"),
     ({"join": "pairs", "lanes": 6}, ValueError, "power-of-two"),
     ({"pair_swap": True, "lanes": 2}, ValueError, "pair_swap"),
+    ({"lanes": 4, "unroll": 6}, ValueError, "not a multiple of lanes"),
+    ({"unroll": 0}, ValueError, "unroll"),
     ({"ftz": True, "accumulator": "fp64"}, ValueError, "ftz"),
     ({"ftz": 1}, TypeError, "ftz"),
     ({"k_block_rule": "halve"}, ValueError, "need a k_block"),

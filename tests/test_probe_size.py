@@ -108,3 +108,35 @@ def test_a_callable_that_raises_is_a_probe_error() -> None:
         raise RuntimeError("no")
     with pytest.raises(mma.ProbeError):
         mma.probe(broken, "fp32", "fp32", shape="gemm", size=(2, 8, 2))
+
+
+def two_kernels(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """numpy float32, rounded products: the first 8 columns of rows r mod 12
+    < 6 in two lanes (k mod 2, main loop unrolled by 8, the tail into lane
+    0), every other element one chain (as OpenBLAS's Haswell kernel tiles
+    its output)."""
+    M, K = A.shape
+    main = K - K % 8
+    chain = np.zeros((M, B.shape[1]), np.float32)
+    lane = [np.zeros_like(chain), np.zeros_like(chain)]
+    for k in range(K):
+        p = A[:, k:k + 1] * B[k:k + 1, :]
+        chain = chain + p
+        j = k % 2 if k < main else 0
+        lane[j] = lane[j] + p
+    out = chain.copy()
+    rows = (np.arange(M) % 12) < 6
+    out[rows, :8] = (lane[0] + lane[1])[rows, :8]
+    return out
+
+
+def test_regions_of_two_kernels_are_found() -> None:
+    r = mma.probe(two_kernels, "fp32", "fp32", shape="gemm", size=(14, 100, 20))
+    assert r.reproduces is True
+    plan = r.gemm.plan(14, 100, 20)
+    lanes = {(reg, p.accumulation.lanes, p.accumulation.unroll) for reg, p in plan
+             if p.accumulation is not None and p.accumulation.lanes == 2}
+    assert lanes and all(u in (8, 16) for _reg, _w, u in lanes)
+    A = np.random.default_rng(1).standard_normal((14, 100)).astype(np.float32)
+    B = np.random.default_rng(2).standard_normal((100, 20)).astype(np.float32)
+    assert np.array_equal(r.gemm(A, B).view(np.uint32), two_kernels(A, B).view(np.uint32))

@@ -237,7 +237,7 @@ def _block(acc: Accumulation, ar: _Arith, p_of: Callable[[int], Any], lo: int, h
             order[j], order[j + 1] = order[j + 1], order[j]
     w = acc.lanes
     n = len(order)
-    main = n if acc.tail == "lanes" else n - n % w
+    main = n if acc.tail == "lanes" else n - n % (acc.unroll or w)
     zero = np.zeros_like(start)
 
     def chain(ks: list[int], value: np.ndarray) -> np.ndarray:

@@ -16,14 +16,16 @@ Stages, each keeping its evidence:
 2. **Candidates**: every CPU library row of :mod:`fpsim.mma.cputable` for these
    formats (at 1 and 2 threads), and a family of accumulations: one chain,
    pairs taken odd first, 2 to 16 interleaved lanes with every tail rule
-   and join, FMA or rounded products, FP32 or FP64 accumulators, with the
-   K blocks read (and their OpenBLAS rules), or the usual block sizes where
-   none could be read; with ``C``, every place C can join.
+   and join (and a main loop unrolled by 8 or 16 past them), FMA or
+   rounded products, FP32 or FP64 accumulators, with the K blocks read
+   (and their rules), or the usual block sizes where none could be read;
+   with ``C``, every place C can join.
 3. **Fit**: each candidate is run on sampled output elements of two random
    input sets (wide exponent range, random signs) and kept where it gives
-   the callable's bits; the few that fit run on the whole output, and each
-   output element is given to the first candidate that fits it: the
-   regions of the result (a kernel's tail columns, its row residues).
+   the callable's bits; the few that fit run on the whole output, an
+   element two of them fit is decided on more cancelling inputs, and each
+   output element is given to the candidate that fits it: the regions of
+   the result (a kernel's tail columns, its row residues, its tiles).
 4. **Separation**: candidates that fit the same elements are run on fresh
    inputs until they disagree; the callable decides between them.  Those
    never told apart on 6 input sets are reported as equivalent at this
@@ -215,6 +217,12 @@ def _inner(acc: str, products: str) -> list[Accumulation]:
         for join in (JOINS if w > 2 else JOINS[:1]):     # two lanes join one way
             for tail in TAILS:
                 out.append(base.replace(lanes=w, join=join, tail=tail))
+    for w in (2, 4, 8):                 # a main loop unrolled past the lanes
+        for join in (JOINS if w > 2 else JOINS[:1]):
+            for tail in ("lane0", "after"):
+                for u in (8, 16):
+                    if u > w:
+                        out.append(base.replace(lanes=w, join=join, tail=tail, unroll=u))
     return out
 
 
@@ -380,23 +388,36 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
                 covered |= ok
         if covered.all():
             break
-    # stage 3b: cover the sample greedily, the widest-fitting first; then whole outputs
+    # stage 3b: one candidate that fits every sampled element (a library row
+    # first); else a cover of the sample by accumulations (each a region of
+    # the result), the widest-fitting first; then whole outputs
     fits.sort(key=lambda t: -int(t[2].sum()))
-    chosen: list[tuple[str, Callable[..., np.ndarray]]] = []
-    left = np.ones(idx.size, bool)
+    whole = [(name, run) for name, run, ok in fits if ok.all()]
+    chosen: list[tuple[str, Callable[..., np.ndarray]]] = whole[:1]
+    left = np.zeros(idx.size, bool) if whole else np.ones(idx.size, bool)
     for name, run, ok in fits:
-        if (ok & left).any():
-            chosen.append((name, run))
-            left &= ~ok
         if not left.any():
             break
+        if hasattr(run, "accumulation") and (ok & left).any():
+            chosen.append((name, run))
+            left &= ~ok
     allr, allc = np.divmod(np.arange(M * N), N)
-    owner = np.full(M * N, -1)
+    good = np.ones((len(chosen), M * N), bool)
     for i, (_name, run) in enumerate(chosen):
-        good = np.ones(M * N, bool)
         for A, B, C, D in trials:
-            good &= _same_bits(run(A, B, C, allr, allc), D.ravel())
-        owner[(owner < 0) & good] = i
+            good[i] &= _same_bits(run(A, B, C, allr, allc), D.ravel())
+    # elements two regions' candidates both fit: more cancelling inputs decide
+    for _ in range(_SEPARATE if len(chosen) > 1 else 0):
+        both = good.sum(axis=0) > 1
+        if not both.any():
+            break
+        A, B, C = rd.inputs(20, True)
+        D = rd.call(A, B, C, "separating regions").ravel()
+        for i, (_name, run) in enumerate(chosen):
+            sel = both & good[i]
+            good[i, sel] = _same_bits(run(A, B, C, allr[sel], allc[sel]), D[sel])
+    owner = (np.where(good.any(axis=0), good.argmax(axis=0), -1) if chosen
+             else np.full(M * N, -1))
     # stage 4: separate each chosen candidate from those that fit the same
     # sampled elements, on fresh inputs where the two disagree
     equivalent: list[list[str]] = []
@@ -427,6 +448,12 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
         chosen[i] = group[0]
         if len(group) > 1:
             equivalent.append([g[0] for g in group])
+    # two regions whose candidates became the same one are one region
+    first = {}
+    for i, (name, _run) in enumerate(chosen):
+        j = first.setdefault(name, i)
+        if j != i:
+            owner[owner == i] = j
     gemm = _result_gemm(chosen, owner.reshape(M, N), fa, fb, fout, size)
     # stage 5: check on fresh inputs
     mismatches = int((owner < 0).sum())

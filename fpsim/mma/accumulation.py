@@ -30,8 +30,8 @@ For one output element, in order:
 2. **Lanes.**  Inside a block, with ``lanes = w``, product ``k`` (counted
    from the block's start) goes to accumulator ``k mod w`` (a SIMD register
    per lane or ``w`` unrolled scalars); each lane is a chain from ``+0``,
-   ascending.  The ``K mod w`` products left over at the block's end (the
-   tail) go by ``tail``:
+   ascending.  The products left over at the block's end past a whole
+   number of ``unroll`` (default ``w``) products, the tail, go by ``tail``:
 
    * ``"lanes"``: on to lanes ``0, 1, ...`` as the rest (no special tail);
    * ``"lane0"``: all into lane 0, after its main products (ATen's
@@ -121,8 +121,11 @@ class Accumulation:
     lanes:
         Interleaved accumulators (product ``k`` to lane ``k mod lanes``).
     tail:
-        ``"lanes"``, ``"lane0"`` or ``"after"``: the ``K mod lanes`` last
-        products of a block.
+        ``"lanes"``, ``"lane0"`` or ``"after"``: the last products of a
+        block past a multiple of ``unroll``.
+    unroll:
+        The main loop's step in products (None: ``lanes``); a multiple of
+        ``lanes``.
     join:
         ``"sequential"``, ``"pairs"`` or ``"halves"``: how the lanes are added.
     pair_swap:
@@ -143,6 +146,7 @@ class Accumulation:
     products: str = "fma"
     lanes: int = 1
     tail: str = "lanes"
+    unroll: int | None = None
     join: str = "sequential"
     pair_swap: bool = False
     k_block: int | None = None
@@ -153,7 +157,8 @@ class Accumulation:
 
     def __post_init__(self) -> None:
         own = "Accumulation"
-        for name, optional in (("lanes", False), ("k_block", True), ("k_unroll", False)):
+        for name, optional in (("lanes", False), ("k_block", True), ("k_unroll", False),
+                               ("unroll", True)):
             object.__setattr__(self, name, _args.count(own, name, getattr(self, name),
                                                        optional=optional))
         if not isinstance(self.accumulator, str):
@@ -174,6 +179,8 @@ class Accumulation:
         if self.join != "sequential" and w & (w - 1):
             raise ValueError(f"{own}: join={self.join!r} needs a power-of-two number of lanes, "
                              f"got lanes={w}")
+        if self.unroll is not None and self.unroll % w:
+            raise ValueError(f"{own}: unroll={self.unroll} is not a multiple of lanes={w}")
         if self.pair_swap and w != 1:
             raise ValueError(f"{own}: pair_swap orders one chain; it needs lanes=1, got "
                              f"lanes={w}")
@@ -241,6 +248,8 @@ class Accumulation:
         else:
             tail = {"lanes": "", "lane0": ", tail into lane 0",
                     "after": ", tail summed after"}[self.tail]
+            if self.unroll is not None and self.unroll != self.lanes:
+                tail += f", unroll {self.unroll}"
             parts = [f"{self.lanes} {acc} lanes (k mod {self.lanes}{tail}), joined {self.join}"]
         if self.pair_swap:
             parts.append("odd product of each pair first")
