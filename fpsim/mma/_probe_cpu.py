@@ -357,8 +357,13 @@ def probe_size(caller: GemmCaller, fa: Format, fb: Format, fout: Format,
         A, B, C = rd.inputs(spread, cancel)
         trials.append((A, B, C, rd.call(A, B, C, "random inputs")))
     # stage 3a: sampled elements, stage by stage
+    # random elements, and every element of the first 24 rows' first 24 and
+    # last 17 columns and of the last 4 rows' last 17 (a kernel's tiles and
+    # tails, which a random sample can miss)
     idx = rng.permutation(M * N)[:_SAMPLE]
-    edge = [r * N + c for r in range(max(0, M - 4), M) for c in range(max(0, N - 17), N)]
+    cols_seen = sorted(set(range(min(N, 24))) | set(range(max(0, N - 17), N)))
+    edge = ([r * N + c for r in range(min(M, 24)) for c in cols_seen]
+            + [r * N + c for r in range(max(0, M - 4), M) for c in range(max(0, N - 17), N)])
     idx = np.unique(np.concatenate([idx, np.array(edge, dtype=np.int64)]))
     rows, cols = idx // N, idx % N
     fits: list[tuple[str, Callable[..., np.ndarray], np.ndarray]] = []
