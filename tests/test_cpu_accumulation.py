@@ -98,7 +98,7 @@ def oracle(acc: Accumulation, a: np.ndarray, b: np.ndarray, c: float | None, out
         w, n = acc.lanes, len(order)
         main = n if acc.tail == "lanes" else n - n % (acc.unroll or w)
         lanes = []
-        for j in range(min(w, max(n, 1))):
+        for j in range(w):
             v = c if (c is not None and i == 0 and j == 0 and acc.c_joins == "start") else 0.0
             for k in order[j:main:w]:
                 v = step(v, k)
@@ -362,3 +362,29 @@ def test_ops_matmul_takes_an_accumulation_or_a_library_row() -> None:
         ops.matmul(x, y, accumulate=row, out="fp32")
     with pytest.raises(ValueError, match="takes fp32 x fp32"):
         ops.matmul(x, y, accumulate=mma.cpu("numpy", "fp32"))
+
+
+def test_a_rounded_product_tiny_after_rounding_is_flushed() -> None:
+    """2**-126·(1 - 2**-24) rounds (subnormal grid) to 2**-126, but is tiny
+    after rounding to 24 bits: FTZ flushes it, as SoftFloat's underflow flag
+    says."""
+    acc = Accumulation(products="rounded", ftz=True)
+    a = np.array([[2.0**-63 * (1 - 2.0**-12)]])
+    b = np.array([[2.0**-63 * (1 + 2.0**-12)]])
+    got = _chains.run(acc, a, b, None, "fp32")
+    assert got[0] == 0.0 and _bits_equal(got, np.array([oracle(acc, a[0], b[0], None, "fp32")]))
+
+
+def test_a_block_shorter_than_the_lanes_joins_every_lane() -> None:
+    """K = 5 in 16 lanes joined by halves: lanes 5..15 hold +0 and still take
+    their places in the tree (l0 + l8, ..., then + l4, ...)."""
+    rng = np.random.default_rng(7)
+    acc = Accumulation(lanes=16, join="halves")
+    for _ in range(50):
+        a, b = _inputs("fp32", rng, 1, 5, 1)
+        p = [np.float32(a[0, k]) * np.float32(b[k, 0]) for k in range(5)] + [np.float32(0)] * 11
+        while len(p) > 1:
+            h = len(p) // 2
+            p = [np.float32(p[i] + p[i + h]) for i in range(h)]
+        got = _chains.run(acc, a, b.T, None, "fp32")
+        assert got[0] == np.float64(p[0])

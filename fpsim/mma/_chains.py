@@ -93,14 +93,11 @@ class _Arith:
         return _to32(s, x, y, self.ftz)
 
     def rounded(self, p: np.ndarray) -> np.ndarray:
-        """RN(p) of an exact product (FP32), or the float64 product itself."""
+        """RN(p) of an exact product (FP32: the rounding of a sum ``p + 0``,
+        FTZ's tininess included), or the float64 product itself."""
         if not self.fp32 or self.native32:
             return p
-        with np.errstate(over="ignore"):
-            r = p.astype(np.float32).astype(np.float64)
-        if self.ftz:
-            r = np.where(np.abs(r) < _FTZ32, np.copysign(0.0, r), r)
-        return r
+        return _to32(p.copy(), p, 0.0, self.ftz)
 
     def fma(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         if self.fp32:
@@ -249,7 +246,9 @@ def _block(acc: Accumulation, ar: _Arith, p_of: Callable[[int], Any], lo: int, h
                 value = ar.add(value, ar.rounded(ar.product(x, y)))
         return value
 
-    lanes = [chain(order[j:main:w], start if j == 0 else zero) for j in range(min(w, max(n, 1)))]
+    # every lane exists, a lane no product reaches holding its +0 (a block
+    # shorter than the lanes still joins w values)
+    lanes = [chain(order[j:main:w], start if j == 0 else zero) for j in range(w)]
     if acc.tail == "lane0" and main < n:
         lanes[0] = chain(order[main:], lanes[0])
     joined = _join(acc.join, lanes, ar)
