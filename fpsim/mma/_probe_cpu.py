@@ -44,8 +44,9 @@ import numpy as np
 
 from .. import array as _array
 from ..formats import Format
+from . import _chains
 from ._probe_findings import Finding
-from ._probe_gemm import GemmCaller, _units
+from ._probe_gemm import GemmCaller, _units, random_values
 from ._probe_io import to_dtype
 from .accumulation import JOINS, TAILS, Accumulation
 from .cputable import CPU_LIBRARIES, CPUGEMM, CPULibrary, Part
@@ -58,16 +59,6 @@ _BLOCKS = (64, 128, 192, 256, 320, 384, 448, 512, 1024, 2048)
 _GPU_WORK = 1 << 22    # multiply-adds up to which GPU instructions are candidates
 _SAMPLE = 384          # output elements a candidate is first tried on
 _SEPARATE = 6          # fresh input sets tried to tell two candidates apart
-
-
-def _values(rng: np.random.Generator, fmt: Format, shape: tuple[int, int], spread: int
-            ) -> np.ndarray:
-    """Values of ``fmt``, full significands, random signs, exponents over
-    ``2·spread`` binades (clipped to the format's range)."""
-    e = max(0, min(spread, fmt.emax // 2 - 2))
-    x = rng.standard_normal(shape) * np.exp2(rng.integers(-e, e + 1, shape))
-    x = np.clip(x, -float(fmt.max), float(fmt.max))
-    return _array.decode(_array.encode(x, fmt), fmt)
 
 
 class _Read:
@@ -87,14 +78,14 @@ class _Read:
         order: the result is the sum of the small products, and every
         rounding of a partial sum that held a large one shows in it."""
         M, K, N = self.M, self.K, self.N
-        A = _values(self.rng, self.fa, (M, K), spread)
-        B = _values(self.rng, self.fb, (K, N), spread)
+        A = random_values(self.rng, self.fa, (M, K), spread)
+        B = random_values(self.rng, self.fb, (K, N), spread)
         if cancel and K >= 2:
             h = max(1, K // 4)
             pos = self.rng.permutation(K)
             big, twin = pos[:h], pos[h:2 * h]
             # large, but every product and partial sum stays finite in FP32
-            e = min(spread, self.fa.emax // 2 - 2)
+            e = min(spread, self.fa.emax // 2)
             lift = max(0, min(60, self.fa.emax - e - 1, 100 - 2 * e - math.ceil(math.log2(K))))
             A[:, big] = _array.decode(_array.encode(np.clip(A[:, big] * 2.0**lift,
                                                             -float(self.fa.max),
@@ -102,7 +93,7 @@ class _Read:
                                       self.fa)
             A[:, twin] = A[:, big]
             B[twin] = -B[big]
-        C = _values(self.rng, self.fout, (M, N), spread) if self.caller.with_c else None
+        C = random_values(self.rng, self.fout, (M, N), spread) if self.caller.with_c else None
         return A, B, C
 
     def call(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None, what: str
@@ -285,34 +276,41 @@ def _decoded(g: CPUGEMM, rd: _Read) -> bool:
     return all(p.accumulation is not None for _reg, p in g.plan(rd.M, rd.K, rd.N))
 
 
-def _row_runner(g: CPUGEMM) -> Callable[..., np.ndarray]:
+def _full_runner(g: Any, full: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """A candidate that computes the whole output (a library row, a GPU
+    instruction), ``full(A, B, C)`` as float64 values: each input set's
+    output is computed once and read at every set of elements asked."""
+    seen: list[tuple[np.ndarray, np.ndarray, Any, np.ndarray]] = []
+
     def run(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, rows: np.ndarray,
             cols: np.ndarray) -> np.ndarray:
-        full = g.compute(A, B, C)
-        return full[rows, cols].astype(np.float64)
+        for a, b, c, out in seen:
+            if a is A and b is B and c is C:
+                return out[rows, cols]
+        out = full(A, B, C)
+        seen[:] = ([(A, B, C, out)] + seen)[:4]
+        return out[rows, cols]
     run.full = True  # type: ignore[attr-defined]
     run.gemm = g  # type: ignore[attr-defined]
     return run
+
+
+def _row_runner(g: CPUGEMM) -> Callable[..., np.ndarray]:
+    return _full_runner(g, lambda A, B, C: g.compute(A, B, C).astype(np.float64))
 
 
 def _gpu_runner(g: LibraryGEMM, fa: Format, fb: Format, fout: Format
                 ) -> Callable[..., np.ndarray]:
-    def run(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, rows: np.ndarray,
-            cols: np.ndarray) -> np.ndarray:
+    def full(A: np.ndarray, B: np.ndarray, C: np.ndarray | None) -> np.ndarray:
         args = [to_dtype(A, fa), to_dtype(B, fb)]
         if C is not None:
             args.append(to_dtype(C, fout))
         with np.errstate(all="ignore"):
-            full = np.asarray(g(*args, workers=1)).astype(np.float64)
-        return full[rows, cols]
-    run.full = True  # type: ignore[attr-defined]
-    run.gemm = g  # type: ignore[attr-defined]
-    return run
+            return np.asarray(g(*args, workers=1)).astype(np.float64)
+    return _full_runner(g, full)
 
 
 def _acc_runner(acc: Accumulation, out: str) -> Callable[..., np.ndarray]:
-    from . import _chains
-
     def run(A: np.ndarray, B: np.ndarray, C: np.ndarray | None, rows: np.ndarray,
             cols: np.ndarray) -> np.ndarray:
         # the elements' rows and columns gathered in pieces of at most

@@ -216,18 +216,23 @@ def _separation_rows(fa: Format, K: int) -> tuple[np.ndarray, np.ndarray, list[i
     return A, np.ones((K, 1)), js
 
 
+def random_values(rng: np.random.Generator, fmt: Format, shape: tuple[int, int],
+                  spread: int) -> np.ndarray:
+    """Values exact in ``fmt`` (its full significand), signs random,
+    exponents over ``±min(spread, emax // 2)`` binades, clipped to its
+    range."""
+    e = min(spread, fmt.emax // 2)
+    x = rng.uniform(1, 2, shape) * np.exp2(rng.integers(-e, e + 1, shape))
+    x *= rng.choice((-1.0, 1.0), shape)
+    codes = _array.encode(np.clip(x, -float(fmt.max), float(fmt.max)), fmt, Context())
+    return _array.decode(codes, fmt)
+
+
 def _random_matrices(rng: np.random.Generator, fa: Format, fb: Format, m: int, k: int,
                      n: int, spread: int = 6) -> tuple[np.ndarray, np.ndarray]:
     """Values exact in the formats, signs random, exponents spread over
     several binades (sums cancel and products differ widely)."""
-    def values(fmt: Format, shape: tuple[int, int]) -> np.ndarray:
-        e = min(spread, fmt.emax // 2)
-        x = rng.uniform(1, 2, shape) * np.exp2(rng.integers(-e, e + 1, shape))
-        x *= rng.choice((-1.0, 1.0), shape)
-        codes = _array.encode(np.clip(x, -float(fmt.max), float(fmt.max)), fmt, Context())
-        return _array.decode(codes, fmt)
-
-    return values(fa, (m, k)), values(fb, (k, n))
+    return random_values(rng, fa, (m, k), spread), random_values(rng, fb, (k, n), spread)
 
 
 def _grid_rows(fa: Format) -> tuple[np.ndarray, np.ndarray]:

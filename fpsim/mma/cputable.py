@@ -40,7 +40,8 @@ import numpy as np
 from ..array.engine import as_array, format_of_dtype, value_dtype
 from ..formats import format as _lookup
 from . import _args, _chains
-from .accumulation import Accumulation
+from ._finish import unit_nans
+from .accumulation import DEFAULT_NAN, Accumulation
 
 __all__ = ["cpu", "cpu_kernel", "CPUGEMM", "CPULibrary", "Part", "CPU_LIBRARIES",
            "cpu_libraries"]
@@ -151,8 +152,6 @@ class CPULibrary:
     call: str
     measured: str
     parts: tuple[Part, ...]
-    other_versions: str = ("on other versions, CPUs or kernels the rule may differ: run "
-                           "fpsim.mma.probe(fn, ..., shape='gemm', size=(M, K, N))")
 
 
 _OPENBLAS = ("numpy 2.4.6 with scipy-openblas 0.3.31 (DYNAMIC_ARCH, SkylakeX kernels chosen "
@@ -320,24 +319,23 @@ class CPUGEMM:
         >>> [(reg, p.accumulation.lanes) for reg, p in cpu("torch", "bf16").plan(2, 3, 4)]
         [((0, 2, 0, 4), 4)]
         """
-        env = {"M": M, "K": K, "N": N, "T": self.threads}
-        out = []
-        for p in self.row.parts:
-            if p.applies(env):
-                reg = p.region(env)
-                if reg[0] < reg[1] and reg[2] < reg[3]:
-                    out.append((reg, p))
-        owner = self._owner(out, M, N)
-        return [(reg, p) for i, (reg, p) in enumerate(out)
-                if (owner[reg[0]:reg[1], reg[2]:reg[3]] == i).any()]
+        return [(reg, p) for reg, p, _mine in self._owned(M, K, N)]
 
-    @staticmethod
-    def _owner(plan: list[tuple[tuple[int, int, int, int], Part]], M: int, N: int
-               ) -> np.ndarray:
-        owner = np.full((M, N), -1, np.int32)         # later parts override earlier ones
-        for i, ((r0, r1, c0, c1), _p) in enumerate(plan):
+    def _owned(self, M: int, K: int, N: int
+               ) -> list[tuple[tuple[int, int, int, int], Part, np.ndarray]]:
+        """The parts that own some element, each with its region and the
+        mask of its region's elements it owns (later parts override)."""
+        env = {"M": M, "K": K, "N": N, "T": self.threads}
+        applied = [(p.region(env), p) for p in self.row.parts if p.applies(env)]
+        owner = np.full((M, N), -1, np.int32)
+        for i, ((r0, r1, c0, c1), _p) in enumerate(applied):
             owner[r0:r1, c0:c1] = i
-        return owner
+        out = []
+        for i, ((r0, r1, c0, c1), p) in enumerate(applied):
+            mine = owner[r0:r1, c0:c1] == i
+            if mine.any():
+                out.append(((r0, r1, c0, c1), p, mine))
+        return out
 
     def describe(self, M: int, K: int, N: int) -> str:
         """The accumulation of each region of the output at this shape.
@@ -391,12 +389,7 @@ class CPUGEMM:
         M, K = a.shape
         N = b.shape[1]
         values = np.full((M, N), np.nan)
-        plan = self.plan(M, K, N)
-        owner = self._owner(plan, M, N)
-        for i, ((r0, r1, c0, c1), p) in enumerate(plan):
-            mine = owner[r0:r1, c0:c1] == i
-            if not mine.any():
-                continue
+        for (r0, r1, c0, c1), p, mine in self._owned(M, K, N):
             if p.accumulation is None:
                 rows, cols = np.nonzero(mine)
                 raise ValueError(f"{self!r}: the kernel at M={M}, K={K}, N={N} (e.g. row "
@@ -412,12 +405,10 @@ class CPUGEMM:
 def to_dtype(values: np.ndarray, out: str) -> np.ndarray:
     """Float64 values of ``out`` as an array of its dtype, NaN as x86's
     default NaN."""
-    res = values.astype(_dtype(out))
-    nan = np.isnan(values)
-    if nan.any():
-        bits = res.view(f"u{res.dtype.itemsize}")
-        bits[nan] = _chains.nan_code(out)
-    return res
+    dt = _dtype(out)
+    with np.errstate(over="ignore", invalid="ignore"):
+        codes = values.astype(dt).view(f"u{dt.itemsize}")
+    return unit_nans(codes, _lookup(out), DEFAULT_NAN[out]).view(dt)
 
 
 def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM:

@@ -623,27 +623,19 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     4096.0
     """
     if isinstance(accumulate, (Accumulation, CPUGEMM)):
-        return _cpu_matmul(x, y, accumulate, fmt, out, c, locals())
+        _refuse("a CPU accumulation", " (its order and roundings are the accumulation's)",
+                order, alpha, sorted(overrides), compute=compute, split_k=split_k,
+                promote_every=promote_every, schedule=schedule, beta=beta, rng=rng)
+        return _cpu_matmul(x, y, accumulate, fmt, out, c)
     if isinstance(accumulate, BlockScaledModel):
         from ._blockgemm import block_scaled_matmul
 
-        given = [k for k, v in (("fmt", fmt), ("compute", compute), ("split_k", split_k),
-                                ("promote_every", promote_every), ("schedule", schedule),
-                                ("c", c), ("beta", beta)) if v is not None]
-        # (alpha=True is given too: a bool is no number, whatever it equals)
-        given += ["order"] * (order != "sequential") + ["alpha"] * (not (
-            type(alpha) in (int, float) and alpha == 1.0))
-        if given:
-            raise ValueError(f"matmul(): accumulate= a block-scaled instruction takes none of "
-                             f"{', '.join(given)}")
+        _refuse("a block-scaled instruction", "", order, alpha, [], fmt=fmt, compute=compute,
+                split_k=split_k, promote_every=promote_every, schedule=schedule, c=c, beta=beta)
         ctx, _ = resolve(ctx, overrides)
         return block_scaled_matmul(x, y, accumulate, out, ctx)
     steps = Steps(ctx, rng, overrides)
-    fx, fy = tuple(fmt) if isinstance(fmt, (tuple, list)) and len(fmt) == 2 else (fmt, fmt)
-    a, b = Operand("matmul", x, fx), Operand("matmul", y, fy, "y")
-    if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
-        raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
-                         f"{a.codes.shape} and {b.codes.shape}")
+    a, b = _matrices(x, y, fmt)
     shape = (a.codes.shape[0], b.codes.shape[1])
     check_size("matmul", shape, 8, "the output")  # its float64 sums, before any work
     return _contract("matmul", a, b, a.codes, b.codes, shape, compute, accumulate, out, order,
@@ -651,25 +643,37 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
                      schedule=schedule, c=c, alpha=alpha, beta=beta)
 
 
-def _cpu_matmul(x: Any, y: Any, acc: Any, fmt: Any, out: Any, c: Any,
-                given: dict[str, Any]) -> np.ndarray:
-    """``matmul(..., accumulate=)`` a CPU kernel's accumulation
-    (:class:`fpsim.mma.Accumulation`) or a CPU library's row
-    (:func:`fpsim.mma.cpu`): the result of that order of IEEE operations,
-    rounded once to the output format, as values of its dtype."""
-    extra = [k for k in ("compute", "split_k", "promote_every", "schedule", "beta", "rng")
-             if given[k] is not None]
-    extra += ["order"] * (given["order"] != "sequential")
-    extra += ["alpha"] * (not (type(given["alpha"]) in (int, float) and given["alpha"] == 1.0))
-    if extra or given["overrides"]:
-        names = extra + sorted(given["overrides"])
-        raise ValueError(f"matmul(): accumulate= a CPU accumulation takes none of "
-                         f"{', '.join(names)} (its order and roundings are the accumulation's)")
+def _refuse(what: str, why: str, order: Any, alpha: Any, settings: list[str],
+            **given: Any) -> None:
+    """``ValueError`` naming the arguments ``matmul(accumulate=...)`` of
+    ``what`` does not take, where any is given (not None; ``order`` other
+    than sequential; ``alpha`` other than the number 1: a bool is no
+    number, whatever it equals; any context ``settings``)."""
+    names = [k for k, v in given.items() if v is not None]
+    names += ["order"] * (order != "sequential")
+    names += ["alpha"] * (not (type(alpha) in (int, float) and alpha == 1.0))
+    names += settings
+    if names:
+        raise ValueError(f"matmul(): accumulate= {what} takes none of {', '.join(names)}{why}")
+
+
+def _matrices(x: Any, y: Any, fmt: Any) -> tuple[Operand, Operand]:
+    """``matmul``'s operands, an M×K and a K×N matrix (``fmt``: one
+    format or a pair)."""
     fx, fy = tuple(fmt) if isinstance(fmt, (tuple, list)) and len(fmt) == 2 else (fmt, fmt)
     a, b = Operand("matmul", x, fx), Operand("matmul", y, fy, "y")
     if a.codes.ndim != 2 or b.codes.ndim != 2 or a.codes.shape[1] != b.codes.shape[0]:
         raise ValueError(f"matmul() needs an M×K and a K×N matrix; got shapes "
                          f"{a.codes.shape} and {b.codes.shape}")
+    return a, b
+
+
+def _cpu_matmul(x: Any, y: Any, acc: Any, fmt: Any, out: Any, c: Any) -> np.ndarray:
+    """``matmul(..., accumulate=)`` a CPU kernel's accumulation
+    (:class:`fpsim.mma.Accumulation`) or a CPU library's row
+    (:func:`fpsim.mma.cpu`): the result of that order of IEEE operations,
+    rounded once to the output format, as values of its dtype."""
+    a, b = _matrices(x, y, fmt)
     if isinstance(acc, CPUGEMM):
         g = acc
         want = (g.row.inputs, g.row.out)
