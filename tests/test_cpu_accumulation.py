@@ -388,3 +388,85 @@ def test_a_block_shorter_than_the_lanes_joins_every_lane() -> None:
             p = [np.float32(p[i] + p[i + h]) for i in range(h)]
         got = _chains.run(acc, a, b.T, None, "fp32")
         assert got[0] == np.float64(p[0])
+
+
+# -- FP64 FMA chains: the whole-output emulation (_FMA64) ----------------------------------
+
+def _fp64_case(kind: str, rng: np.random.Generator, m: int, k: int, n: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs and C that reach _FMA64 ("wide", "cancel", "ties", "zeros") or
+    send the chain to fpsim.array.fma ("tiny": products below 2**-960 and
+    subnormal sums; "huge": Veltkamp's split would overflow)."""
+    x = rng.standard_normal((m, k))
+    y = rng.standard_normal((k, n))
+    c = rng.standard_normal((m, n))
+    if kind == "wide":
+        x *= np.exp2(rng.integers(-300, 301, (m, k)))
+        y *= np.exp2(rng.integers(-300, 301, (k, n)))
+        c *= np.exp2(rng.integers(-300, 301, (m, n)))
+    elif kind == "cancel":        # each product cancelled by the next (then kept ulps)
+        y[1::2] = -y[:-1:2] * (1 + rng.integers(-4, 5, y[1::2].shape) * 2.0**-52)
+        x[:, 1::2] = x[:, :-1:2]
+        c *= 2.0**-40
+    elif kind == "ties":          # C + products of 2**-53 (or ±2**-105 off it): FP64 ties
+        i = rng.integers(-3, 4, (m, k))
+        j = rng.integers(-3, 4, (k, n))
+        x = 2.0**-26 * (1 + i * 2.0**-52)
+        y = 2.0**-27 * (1 + j * 2.0**-52) * rng.choice([-1.0, 1.0], (k, n))
+        c = 1 + rng.integers(0, 8, (m, n)) * 2.0**-52
+    elif kind == "zeros":         # signed zeros in A, B and C
+        x[rng.random(x.shape) < 0.4] = 0.0
+        y[rng.random(y.shape) < 0.4] = -0.0
+        x[rng.random(x.shape) < 0.2] *= -0.0
+        c[rng.random(c.shape) < 0.5] = -0.0
+    elif kind == "tiny":
+        x *= 2.0**-530
+        y *= 2.0**-500
+        c *= 2.0**-1060
+    elif kind == "huge":
+        x *= 2.0**995
+        y *= 2.0**-1000
+        c *= 2.0**-3
+    return x, y, c
+
+
+FMA64_KINDS = {"wide": True, "cancel": True, "ties": True, "zeros": True,
+               "tiny": False, "huge": False}
+
+
+@pytest.mark.parametrize("kind", FMA64_KINDS)
+def test_fp64_fma_chains_equal_softfloat(kind: str) -> None:
+    """The whole-output FP64 emulation where its range check passes, the
+    per-step fpsim.array.fma where it does not: f64_mulAdd step by step,
+    every bit (signed zeros included), C at the start, first, last."""
+    rng = np.random.default_rng(zlib.crc32(kind.encode()))
+    for acc in (Accumulation(accumulator="fp64"),
+                Accumulation(accumulator="fp64", lanes=4, tail="lane0", join="pairs",
+                             k_block=9)):
+        for K, cj in itertools.product((1, 2, 7, 30), ("start", "first", "last", None)):
+            m, n = 5, 6
+            a, b, c = _fp64_case(kind, rng, m, K, n)
+            ac = acc if cj is None else acc.replace(c_joins=cj)
+            cc = None if cj is None else c
+            A, B = a[:, None, :], b.T[None, :, :]
+            assert _chains._FMA64.applies(A, B, cc, K) == FMA64_KINDS[kind] or kind == "zeros"
+            got = _chains.run(ac, A, B, cc, "fp64")
+            want = np.array([[oracle(ac, a[i], b[:, j], None if cc is None else c[i, j],
+                                     "fp64") for j in range(n)] for i in range(m)])
+            assert _bits_equal(got, want), (str(ac), kind, K, cj, got, want)
+
+
+@pytest.mark.parametrize("kind", ["wide", "cancel", "ties", "zeros"])
+def test_fp64_whole_output_chain_equals_per_step_fma(kind: str, monkeypatch) -> None:
+    """Fast path equals the exact path: 64×48 outputs, K = 96 (three
+    row chunks of _FMA64), against fpsim.array.fma step by step."""
+    rng = np.random.default_rng(zlib.crc32(b"per-step " + kind.encode()))
+    a, b, c = _fp64_case(kind, rng, 64, 96, 48)
+    A, B = a[:, None, :], b.T[None, :, :]
+    acc = Accumulation(accumulator="fp64", k_block=40, c_joins="start")
+    assert _chains._FMA64.applies(A, B, c, 96)
+    monkeypatch.setattr(_chains, "_FMA64_ELEMENTS", 1024)
+    fast = _chains.run(acc, A, B, c, "fp64")
+    monkeypatch.setattr(_chains._FMA64, "applies", staticmethod(lambda *args: False))
+    slow = _chains.run(acc, A, B, c, "fp64")
+    assert np.array_equal(fast.view(np.uint64), slow.view(np.uint64))
