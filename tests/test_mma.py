@@ -302,7 +302,8 @@ def test_every_listed_preset_builds():
         assert gpu in names
     for gpu, fin, fout in mma.presets():
         m = mma.preset(gpu, fin, out=fout)
-        assert m.params.input == fin and m.params.output == fout and m.k >= 1
+        assert m.input_format.name == fin and m.output_format.name == fout and m.k >= 1
+        assert isinstance(m, mma.MMAModel) or (fin == fout and fin in ("fp32", "fp64"))
 
 
 def test_instruction_k_of_the_published_models():

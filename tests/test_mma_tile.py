@@ -63,7 +63,8 @@ def _both(g, a, b, c=None, fmt=None, expect_tiles=True):
 
 
 def test_the_tile_path_covers_every_preset():
-    assert set(PRESETS) == set(mma.presets())
+    # every aligned unit (the FMA-chain units, fpsim.mma.fmachain, run the CPU engine)
+    assert set(PRESETS) == {k for k in mma.presets() if isinstance(mma.preset(*k), mma.MMAModel)}
     assert {g for g, _, _ in PRESETS} >= {"v100", "a100", "ada", "h100", "b200", "b200-fit",
                                           "mi100", "mi210", "mi250", "mi300a", "mi300x"}
 

@@ -3,8 +3,8 @@ docs/mma.rst, "Every instruction"), computed from fpsim itself.
 
 ``.. fpsim-instruction-table::``
     The table of :func:`instruction_rows` (one row per architecture row of
-    ``fpsim.mma.presets.TABLE`` and input/output pair, with the GPUs that
-    have it).
+    ``fpsim.mma.presets.TABLE`` and input/output pair, then one per row of
+    ``FMA_CHAINS``, with the GPUs that have it).
 
 The rows come from :func:`fpsim.mma.presets` and :func:`fpsim.mma.preset`;
 the recorded-row counts from running each preset on the recorded GPU
@@ -34,7 +34,7 @@ import numpy as np
 
 import fpsim
 import fpsim.mma as mma
-from fpsim.mma.presets import GPUS, TABLE
+from fpsim.mma.presets import FMA_CHAINS, GPUS, TABLE
 
 try:  # Sphinx is needed for the directive, not for the functions the tests import
     from sphinx.util.docutils import SphinxDirective
@@ -99,6 +99,19 @@ def mmasim_names(arch: str, fin: str, fout: str, gpu: str) -> list[tuple[str, st
     if not (fp8 and base == "hopper"):
         names.append(("mma", MMASIM_ARCH[base], f"m16n8k{k}.{o}.{t}.{t}.{o}"))
     return names
+
+
+def chain_names(arch: str, fmt: str, gpu: str) -> list[tuple[str, str, str]]:
+    """The instructions of an ``FMA_CHAINS`` row on ``gpu``, as
+    :func:`mmasim_names` gives them (every ``k`` of the row)."""
+    if arch.startswith("cdna"):
+        sep = "_" if arch == "cdna3" else ""
+        t = "f64" if fmt == "fp64" else "f32"
+        shape = "16x16x4" if fmt == "fp64" else "32x32x2"
+        return [("v_mfma", arch.upper(), f"{t}_{shape}{sep}{t}")]
+    march = "RTX Blackwell" if gpu == "rtx-pro-6000" else MMASIM_ARCH[arch]
+    shapes = ["m16n8k16", "m16n8k8", "m16n8k4"] if arch == "hopper" else []
+    return [("mma", march, f"{s}.f64.f64.f64.f64") for s in shapes + ["m8n8k4"]]
 
 
 def instruction_text(family: str, name: str) -> str:
@@ -229,6 +242,10 @@ def recorded_counts(arch: str, fin: str, fout: str, gpus: list[str]) -> dict[str
     return found
 
 
+#: Where the FMA-chain units' NaN codes come from (none measured).
+CHAIN_NAN_SOURCES = {"nvidia": "CUDA's CUDART_NAN; not measured",
+                     "amd": "the quiet bit alone, LLVM AMDGPU's; not measured"}
+
 #: Where each NaN rule comes from (spec/mma.md, "NaN codes").
 NAN_SOURCES = {"all_ones": "PTX's canonical NaN", "quiet": "LLVM AMDGPU's, not measured"}
 
@@ -281,6 +298,29 @@ def instruction_rows() -> list[dict[str, str]]:
             "recorded GPU rows reproduced": "\n".join(shown) or "none recorded",
             "against MMA-Sim 2.1.1": agreement(arch, fin, fout, counts),
             "NaN": f"0x{nan:0{width}X} ({params.nan}: {NAN_SOURCES[params.nan]})",
+        })
+    for arch, fmt, k, nan in FMA_CHAINS:
+        gpus = [g for g, i, o in listed if GPUS[g][0] == arch and (i, o) == (fmt, fmt)]
+        if not gpus:
+            continue
+        names = []
+        for g in gpus:
+            for family, _march, name in chain_names(arch, fmt, g):
+                text = instruction_text(family, name)
+                if text not in names:
+                    names.append(text)
+        vendor = "amd" if arch.startswith("cdna") else "nvidia"
+        width = 16 if fmt == "fp64" else 8
+        rows.append({
+            "GPUs (architecture)": f"{', '.join(gpus)} ({arch})",
+            "instruction": "\n".join(names),
+            "k": str(k),
+            "formats": f"{fmt}→{fmt}",
+            "model from": _MMASIM + " (MMA_FMA: a chain of IEEE fmas from c)",
+            "recorded GPU rows reproduced": "none recorded",
+            "against MMA-Sim 2.1.1": "bit for bit (tests/test_mmasim_fma_chains.py); NaN code "
+                                     "differs (MMA-Sim's is the host CPU's fma's)",
+            "NaN": f"0x{nan:0{width}X} ({CHAIN_NAN_SOURCES[vendor]})",
         })
     return rows
 

@@ -25,7 +25,8 @@ Modules: ``fpsim.mma.params`` (the parameters), ``fpsim.mma.model``
 engine that runs a schedule), ``fpsim.mma.library`` (cuBLAS, CUTLASS and
 Triton by name), ``fpsim.mma.probe`` (naming a black box),
 ``fpsim.mma.blockscaled`` (Blackwell's block-scaled MXFP8/6/4 and NVFP4
-instructions), ``fpsim.mma.accumulation`` (how a CPU kernel sums, as
+instructions), ``fpsim.mma.fmachain`` (FP64 and AMD's FP32 instructions:
+chains of fused multiply-adds), ``fpsim.mma.accumulation`` (how a CPU kernel sums, as
 data) and ``fpsim.mma.cputable`` (numpy, torch, JAX and ml_dtypes on the CPU
 by name).
 """
@@ -33,6 +34,7 @@ by name).
 from .accumulation import Accumulation
 from .blockscaled import BlockScaledModel, BlockScaledParams, block_scaled
 from .cputable import CPUGEMM, cpu, cpu_kernel, cpu_libraries
+from .fmachain import FMAChainModel
 from .gemm import LibraryGEMM
 from .library import cublas, cutlass, triton
 from .model import MMAModel
@@ -42,6 +44,7 @@ from .probe import ProbeError, ProbeResult, ProbeTimeout, probe
 from .schedule import Schedule
 
 __all__ = ["Accumulation", "CPUGEMM", "cpu", "cpu_kernel", "cpu_libraries",
-           "MMAModel", "MMAParams", "ACCUMULATIONS", "preset", "presets", "gpus", "probe",
+           "MMAModel", "FMAChainModel", "MMAParams", "ACCUMULATIONS", "preset", "presets",
+           "gpus", "probe",
            "ProbeResult", "ProbeError", "ProbeTimeout", "Schedule", "LibraryGEMM", "cublas",
            "cutlass", "triton", "BlockScaledModel", "BlockScaledParams", "block_scaled"]

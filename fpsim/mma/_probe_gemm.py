@@ -164,6 +164,8 @@ def _units(fa: Format, fb: Format, fout: Format) -> list[tuple[list[str], MMAMod
             model = _preset(gpu, (fa.name, fb.name), o)
         except ValueError:  # no mixed instruction of these formats on this GPU
             continue
+        if not isinstance(model, MMAModel):   # an FMA chain: fpsim.mma.fmachain
+            continue
         if model.params in found:
             found[model.params][0].append(gpu)
         else:

@@ -80,7 +80,10 @@ I64 = np.int64
 
 
 def applies(model: MMAModel) -> bool:
-    """Whether the tile path computes this unit."""
+    """Whether the tile path computes this unit (an aligned unit's model,
+    not an FMA chain's)."""
+    if not isinstance(model, MMAModel):
+        return False
     p = model.params
     if p.accumulation == "exact":
         # the round to odd at 53 bits needs 2 bits to spare, and float64 normal

@@ -25,10 +25,11 @@ from typing import Any
 from ..formats import FP32, refusal
 from ..formats import format as _lookup
 from .blockscaled import RECIPES, block_scaled
+from .fmachain import FMAChainModel
 from .model import MMAModel
 from .params import MMAParams
 
-__all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE", "MIXED"]
+__all__ = ["preset", "presets", "gpus", "ARCHITECTURES", "GPUS", "TABLE", "FMA_CHAINS", "MIXED"]
 
 # -- the architectures' shared settings ------------------------------------------------
 
@@ -174,6 +175,30 @@ TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("cdna3-matlab", "e5m2fnuz", "fp32", 16, _CDNA3_FP8_MATLAB),
 )
 
+# NaN codes of the FMA-chain units (fpsim.mma.fmachain: not measured).  NVIDIA
+# FP64: CUDA's math_constants.h CUDART_NAN (its float CUDART_NAN_F is the
+# 0x7FFFFFFF measured on an H100); AMD: the quiet bit alone, as _AMD_NAN.
+_NVIDIA_NAN64 = 0xFFF8000000000000
+_AMD_NAN_CODES = {"fp32": 0x7FC00000, "fp64": 0x7FF8000000000000}
+
+#: (architecture, format, k, NaN code): the matrix instructions that are
+#: chains of IEEE fused multiply-adds in one format, inputs to output
+#: (fpsim.mma.fmachain; MMA-Sim 2.1.1's MMA_FMA).  NVIDIA FP64:
+#: mma.sync.m8n8k4.f64 (sm_80 on), Hopper's m16n8k{4,8,16}.f64 (the row
+#: takes up to 16); AMD: v_mfma_f32_*_f32 (CDNA1 to CDNA3; k up to 4) and
+#: v_mfma_f64_*_f64 (CDNA2, CDNA3).
+FMA_CHAINS: tuple[tuple[str, str, int, int], ...] = (
+    ("ampere", "fp64", 4, _NVIDIA_NAN64),
+    ("ada", "fp64", 4, _NVIDIA_NAN64),
+    ("hopper", "fp64", 16, _NVIDIA_NAN64),
+    ("blackwell", "fp64", 4, _NVIDIA_NAN64),
+    ("cdna1", "fp32", 4, _AMD_NAN_CODES["fp32"]),
+    ("cdna2", "fp32", 4, _AMD_NAN_CODES["fp32"]),
+    ("cdna2", "fp64", 4, _AMD_NAN_CODES["fp64"]),
+    ("cdna3", "fp32", 4, _AMD_NAN_CODES["fp32"]),
+    ("cdna3", "fp64", 4, _AMD_NAN_CODES["fp64"]),
+)
+
 #: Architecture -> the pairs of different input formats ``(a's, b's)`` its
 #: instructions take (PTX ``mma``/``wgmma`` ``.e4m3.e5m2`` and ``.e5m2.e4m3``
 #: on Ada, Hopper and Blackwell; ``v_mfma_*_fp8_bf8`` and ``bf8_fp8`` on
@@ -228,10 +253,11 @@ def presets(gpu: str | None = None) -> list[tuple[str, str, str]]:
     for name in names:
         arch, lacks = GPUS[name]
         found += [(name, i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
+        found += [(name, f, f) for a, f, _k, _n in FMA_CHAINS if a == arch and (f, f) not in lacks]
     return found
 
 
-def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
+def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel | FMAChainModel:
     """The model of ``gpu``'s matrix instruction with inputs ``fmt`` and
     output ``out`` (``"fp32"`` or ``"fp16"``).
 
@@ -253,7 +279,10 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     2.1.1's model (``gtr_fdpa``); ``mi300x-matlab`` is the MATLAB-tensor-core
     model of the same instructions, which rounds differently where ``c`` is
     the larger and the sum leaves ``c``'s binade (docs/mma.rst, "MI300X FP8:
-    two models").
+    two models").  FP64 instructions (NVIDIA ``mma .f64`` from the A100 on,
+    AMD ``v_mfma_f64`` from the MI210 on) and AMD's FP32 ``v_mfma_f32_*_f32``
+    are chains of fused multiply-adds: an
+    :class:`~fpsim.mma.fmachain.FMAChainModel` (``out`` the input's format).
 
     >>> import fpsim.mma as mma
     >>> m = mma.preset("a100", "bf16")
@@ -272,6 +301,8 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     name = _gpu_name(gpu)
     arch, lacks = GPUS[name]
     have = [(i, o) for a, i, o, _k, _p in TABLE if a == arch and (i, o) not in lacks]
+    chains = {f: (k, nan) for a, f, k, nan in FMA_CHAINS if a == arch and (f, f) not in lacks}
+    have += [(f, f) for f in chains]
     fin_b = None
     if isinstance(fmt, (tuple, list)):
         if len(fmt) != 2:
@@ -289,6 +320,8 @@ def preset(gpu: str, fmt: Any, out: Any = "fp32") -> MMAModel:
     if fin_b is not None and (fin_b, fout) not in have:
         raise ValueError(f"{name} has no {fin_b}->{fout} instruction; it has: "
                          + ", ".join(f"{i}->{o}" for i, o in have))
+    if fin_b is None and fin == fout and fin in chains:
+        return FMAChainModel(fin, chains[fin][0], chains[fin][1], name=name)
     for a, i, o, k, extra in TABLE:
         if a == arch and (i, o) == (fin, fout) and (i, o) not in lacks:
             params = MMAParams(i, o, k=k, input_b=fin_b, **{**ARCHITECTURES[arch], **extra})

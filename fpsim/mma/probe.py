@@ -508,8 +508,9 @@ class _Probe(WidthAndOrder, AlignmentAndRounding, WhereCJoins):
             if self.reproduces:
                 for gpu, i, o in _presets():
                     if (i, o) == (self.fin.name, self.fout.name):
-                        theirs = observable(_preset(gpu, i, o).params)
-                        if theirs == mine:
+                        unit = _preset(gpu, i, o)
+                        # (an FMA-chain unit has no aligned-sum parameters to compare)
+                        if isinstance(unit, MMAModel) and observable(unit.params) == mine:
                             matches.append(gpu)
         calls, rows = self.caller.calls, self.caller.rows
         findings, schedule, reproduces, width = self.f, None, self.reproduces, self.width

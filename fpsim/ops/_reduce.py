@@ -18,6 +18,7 @@ from ..mma import MMAModel
 from ..mma.accumulation import Accumulation
 from ..mma.blockscaled import BlockScaledModel
 from ..mma.cputable import CPUGEMM, cpu_kernel
+from ..mma.fmachain import FMAChainModel
 from ..modes import STOCHASTIC
 from ..rounding import INEXACT
 from . import _elementary, _gemm32
@@ -593,6 +594,9 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     output), with ``c=`` where the accumulation says C joins; the result is
     values of the output's dtype.  ``compute``, ``order``, ``split_k``,
     ``promote_every``, ``schedule``, ``alpha`` and ``beta`` are refused.
+    The same for an instruction that is a chain of fused multiply-adds
+    (:class:`fpsim.mma.FMAChainModel`: FP64 ``mma``/``mfma``, AMD's FP32
+    ``mfma``): a GEMM built on it is one chain from ``c`` over all of K.
 
     >>> import fpsim.mma
     >>> x = np.float16([[1.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-24]])
@@ -622,8 +626,9 @@ def matmul(x: Any, y: Any, ctx: Context | None = None, *, fmt: Format | str | No
     >>> float(matmul(x, y, accumulate="fp16", promote_every=128, out="fp32")[0, 0])
     4096.0
     """
-    if isinstance(accumulate, (Accumulation, CPUGEMM)):
-        _refuse("a CPU accumulation", " (its order and roundings are the accumulation's)",
+    if isinstance(accumulate, (Accumulation, CPUGEMM, FMAChainModel)):
+        _refuse("a CPU accumulation or an FMA-chain instruction",
+                " (its order and roundings are the accumulation's)",
                 order, alpha, sorted(overrides), compute=compute, split_k=split_k,
                 promote_every=promote_every, schedule=schedule, beta=beta, rng=rng)
         return _cpu_matmul(x, y, accumulate, fmt, out, c)
@@ -674,6 +679,22 @@ def _cpu_matmul(x: Any, y: Any, acc: Any, fmt: Any, out: Any, c: Any) -> np.ndar
     (:func:`fpsim.mma.cpu`): the result of that order of IEEE operations,
     rounded once to the output format, as values of its dtype."""
     a, b = _matrices(x, y, fmt)
+    if isinstance(acc, FMAChainModel):
+        # a GEMM on the instruction: its blocks along K are one chain from C
+        f = acc.output_format
+        have = (a.fmt.name, b.fmt.name, f.name if out is None else declared(
+            "matmul", "out", out).name)
+        if have != (f.name,) * 3:
+            raise ValueError(f"matmul(): {acc!r} takes {f.name} x {f.name} -> {f.name}; got "
+                             f"{have[0]} x {have[1]} -> {have[2]}")
+        av, bv = array.decode(a.codes, a.fmt), array.decode(b.codes, b.fmt)
+        cv = np.zeros((av.shape[0], bv.shape[1]))
+        if c is not None:
+            co = Operand("matmul", c, f, "c")
+            if co.codes.shape != cv.shape:
+                raise ValueError(f"matmul(): c must be {cv.shape}, got {co.codes.shape}")
+            cv = array.decode(co.codes, f)
+        return acc.to_dtype(acc.values(av[:, None, :], bv.T[None, :, :], cv))
     if isinstance(acc, CPUGEMM):
         g = acc
         want = (g.row.inputs, g.row.out)
