@@ -319,7 +319,7 @@ def test_gpu_names_ignore_case_and_punctuation():
 
 
 def test_unknown_gpu_lists_the_gpus():
-    with pytest.raises(ValueError, match="unknown GPU 'k80'.*v100, a100"):
+    with pytest.raises(ValueError, match="unknown GPU 'k80'.*v100, t4, a100"):
         mma.preset("k80", "fp16")
 
 

@@ -114,10 +114,10 @@ def test_probing_a_preset_recovers_its_own_parameters_and_names_it(gpu, fmt, out
 
 
 def test_presets_with_the_same_observable_parameters_match_together():
-    # A100 and Ada FP16 -> FP32 are one parameter set (extra_bits=1, k=8, rtz);
+    # T4, A100 and Ada FP16 -> FP32 are one parameter set (extra_bits=1, k=8, rtz);
     # H100 and B200 FP16 -> FP32 differ only in what FP16 cannot show.
     r = mma.probe(mma.preset("a100", "fp16"), "fp16")
-    assert set(r.matches) == {"a100", "a2", "a30", "ada", "l40s"}
+    assert set(r.matches) == {"t4", "a100", "a2", "a30", "ada", "l40s"}
     r = mma.probe(mma.preset("h100", "fp16"), "fp16")
     assert set(r.matches) == {"h100", "h200", "b200", "rtx-pro-6000"}
     assert r.params.min_align_exponent is None  # -133 is not observable with FP16 inputs

@@ -190,7 +190,7 @@ FORMATS = {f.name: f for f in (
 # -- MMA-Sim's instructions, and the fpsim presets that model them --------------------
 
 #: MMA-Sim architecture -> the fpsim GPU of that architecture (``None``: none).
-GPU = {"Volta": "v100", "Turing": None, "Ampere": "a100", "Ada Lovelace": "ada",
+GPU = {"Volta": "v100", "Turing": "t4", "Ampere": "a100", "Ada Lovelace": "ada",
        "Hopper": "h100", "Blackwell": "b200", "RTX Blackwell": "rtx-pro-6000",
        "CDNA1": "mi100", "CDNA2": "mi210", "CDNA3": "mi300x"}
 
@@ -307,9 +307,20 @@ NAN_NOT_MMASIMS = {
 }
 
 
+#: MMA-Sim instructions that a preset of another GPU models: Turing runs
+#: Volta's m8n8k4 with Volta's arithmetic (mmasim/nv_ptx/sim.py, MMA.__init__:
+#: "fallback to Volta settings"), fpsim's v100 rows; its t4 rows are m16n8k8.
+BORROWED = {("Turing", name): "v100" for name in isa_mma.volta_mma_shape_and_type}
+
+
+def _gpu(i: Instruction) -> str | None:
+    """The fpsim GPU whose preset models ``i``."""
+    return BORROWED.get((i.arch, i.name), GPU[i.arch])
+
+
 def _preset(i: Instruction):
     fmt = i.a if i.a == i.b else (i.a, i.b)
-    return mma.preset(GPU[i.arch], fmt, out=i.d)
+    return mma.preset(_gpu(i), fmt, out=i.d)
 
 
 # -- the rows --------------------------------------------------------------------------
@@ -547,7 +558,7 @@ def differences(i: Instruction, got: np.ndarray, want: np.ndarray) -> dict[str, 
 def _report(i: Instruction, rows: str, a, b, c, got, want, diff) -> str:
     fo = FORMATS[i.d]
     hx = (fo.width + 3) // 4
-    lines = [f"{i.id} ({GPU[i.arch]} preset), {rows} rows: "
+    lines = [f"{i.id} ({_gpu(i)} preset), {rows} rows: "
              + ", ".join(f"{len(v)} {k}" for k, v in diff.items()) + f" of {len(got)} differ"]
     for kind, idx in diff.items():
         if len(idx):
@@ -722,7 +733,7 @@ FPSIM_ONLY = {
 
 
 def test_every_fpsim_preset_is_cross_checked_or_named():
-    checked = {(GPU[i.arch], i.a, i.d) for i in (p.values[0] for p in _cross()) if i.a == i.b}
+    checked = {(_gpu(i), i.a, i.d) for i in (p.values[0] for p in _cross()) if i.a == i.b}
     checked |= {(GPU[i.arch], i.a, i.d) for i in _mmasim_instructions()[0]
                 if fma_chain(i) and why_fpsim_lacks(i) is None}
     for gpu, fin, fout in mma.presets():

@@ -68,8 +68,9 @@ _MFMA = {("cdna1", "fp16"): "f32_32x32x8f16", ("cdna1", "bf16"): "f32_32x32x4bf1
          ("cdna3", "tf32"): "f32_32x32x4_xf32", ("cdna3", "e4m3fnuz"): "f32_32x32x16_fp8_fp8",
          ("cdna3", "e5m2fnuz"): "f32_32x32x16_bf8_bf8"}
 # fpsim architecture row -> MMA-Sim's architecture (None: no MMA-Sim model)
-MMASIM_ARCH = {"volta": "Volta", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
-               "blackwell": "Blackwell", "cdna1": "CDNA1", "cdna2": "CDNA2", "cdna3": "CDNA3",
+MMASIM_ARCH = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace",
+               "hopper": "Hopper", "blackwell": "Blackwell", "cdna1": "CDNA1", "cdna2": "CDNA2",
+               "cdna3": "CDNA3",
                "blackwell-rn": None, "blackwell-fit": None, "cdna3-matlab": None}
 
 
@@ -87,6 +88,8 @@ def mmasim_names(arch: str, fin: str, fout: str, gpu: str) -> list[tuple[str, st
     fp8 = fin in ("e4m3", "e5m2")
     if base == "volta":
         return [("mma", "Volta", f"m8n8k4.{o}.f16.f16.{o}")]
+    if base == "turing":
+        return [("mma", "Turing", f"m16n8k8.{o}.f16.f16.{o}")]
     if base == "blackwell" and gpu == "rtx-pro-6000":
         kind = "kind::f8f6f4." if fp8 else ""
         return [("mma", "RTX Blackwell", f"m16n8k{k}.{kind}{o}.{t}.{t}.{o}")]
@@ -130,6 +133,7 @@ _MATLAB = "published: MATLAB tensor-core models (Khattak & Mikaitis)"
 _MMASIM = "MMA-Sim 2.1.1"
 SOURCES = {
     "volta": _MATLAB,
+    "turing": _MMASIM + " (Turing's F = 24, 8 products a step: Ampere's)",
     "ampere": _MATLAB + "; zero-term floor 2^-132 from MMA-Sim",
     "ada": _MATLAB + "; zero-term floor 2^-132 from MMA-Sim",
     "hopper": _MATLAB,
@@ -157,7 +161,7 @@ def source(arch: str, fin: str, fout: str) -> str:
 #: Named differences of tests/test_mmasim_instructions.py (NAMED_DIFFERENCES)
 #: that apply to each MMA-Sim architecture (NVIDIA: every family).
 DIFFERENCES: dict[str, tuple[str, ...]] = {
-    "Volta": (), "Ampere": (), "Ada Lovelace": (), "Hopper": (), "Blackwell": (),
+    "Volta": (), "Turing": (), "Ampere": (), "Ada Lovelace": (), "Hopper": (), "Blackwell": (),
     "RTX Blackwell": (), "CDNA1": (), "CDNA2": (), "CDNA3": ()}
 _DIFF_TEXT = {"gtr_fdpa-drops-nan-c": "a NaN/Inf c MMA-Sim drops (its bug)"}
 

@@ -12,7 +12,7 @@ recorded GPU outputs in ``tests/test_mma.py``.
 >>> ("mi300x", "e4m3fnuz", "fp32") in mma.presets()
 True
 >>> mma.gpus()[:4]
-['v100', 'a100', 'a2', 'a30']
+['v100', 't4', 'a100', 'a2']
 >>> mma.preset("h100", "fp16", "fp16").params.nan, mma.preset("mi300x", "fp16").params.nan
 ('all_ones', 'quiet')
 """
@@ -55,6 +55,12 @@ _CDNA3 = dict(accumulation="aligned", extra_bits=1, c_joins="last", late_extra_b
 #: Settings every preset of an architecture shares.
 ARCHITECTURES: dict[str, dict[str, Any]] = {
     "volta": {**_NVIDIA, "extra_bits": 0},
+    # Turing's mma.m16n8k8 (T4): MMA-Sim 2.1.1's Turing settings, F = 24 and
+    # 8 products per step (mmasim/nv_ptx/sim.py, _mma_F_bits, _mma_L_max_bytes),
+    # Ampere's; its zero term at 2**-132 (_mma_e_zero_for_fp32).  Volta's
+    # m8n8k4, which Turing also runs, MMA-Sim computes with Volta's settings
+    # ("fallback to Volta settings"): the v100 rows.  No T4 row is recorded.
+    "turing": {**_NVIDIA, "extra_bits": 1, "min_align_exponent": -132},
     # Ampere and Ada: a zero term (c = 0, a zero product) is aligned at 2**-132,
     # MMA-Sim 2.1.1's e_zero for FP32 output (mmasim/nv_ptx/sim.py,
     # _mma_e_zero_for_fp32, used by MMA.__init__; mmasim/arithmetic/fdpa.py,
@@ -124,6 +130,8 @@ _CDNA3_LATE = {"late_extra_bits": 8, "normalized_bits": 31}
 TABLE: tuple[tuple[str, str, str, int, dict[str, Any]], ...] = (
     ("volta", "fp16", "fp32", 4, {}),
     ("volta", "fp16", "fp16", 4, _RNE),
+    ("turing", "fp16", "fp32", 8, {}),
+    ("turing", "fp16", "fp16", 8, _RNE),
     ("ampere", "fp16", "fp32", 8, {}),
     ("ampere", "fp16", "fp16", 8, _RNE),
     ("ampere", "bf16", "fp32", 8, {}),
@@ -215,6 +223,7 @@ MIXED: dict[str, frozenset[tuple[str, str]]] = {
 #: lacks).
 GPUS: dict[str, tuple[str, frozenset[tuple[str, str]]]] = {
     "v100": ("volta", frozenset()),
+    "t4": ("turing", frozenset()),
     "a100": ("ampere", frozenset()),
     "a2": ("ampere", frozenset()),
     "a30": ("ampere", frozenset()),
