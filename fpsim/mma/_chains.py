@@ -223,17 +223,9 @@ class _FMA64:
                 np.multiply(al[j], bl[j], out=w)
                 e += w
                 np.add(s, p, out=h)                              # s + p = h + low
-                np.subtract(h, s, out=w)
-                np.subtract(h, w, out=low)
-                np.subtract(s, low, out=low)
-                np.subtract(p, w, out=w)
-                low += w
+                two_sum_error(h, s, p, (low, w))
                 np.add(low, e, out=v)                            # low + e = v + f
-                np.subtract(v, low, out=w)
-                np.subtract(v, w, out=f)
-                np.subtract(low, f, out=f)
-                np.subtract(e, w, out=w)
-                f += w
+                two_sum_error(v, low, e, (f, w))
                 np.bitwise_xor(fbits, bits, out=t)               # v to odd:
                 t >>= _U63                                       # f's sign is not v's
                 np.not_equal(f, 0, out=nz, casting="unsafe")     # 1 where inexact
