@@ -28,10 +28,12 @@ from ._elements import (
 from ._loss_scaling import LossScaler, ScaleSweep, StepRecord, scale_sweep
 from ._mx import SCALE_ROUNDINGS
 from ._quantize import BlockOperand, Quantized, Recipe, quantize
+from ._recipes import BUGS, LIBRARIES, recipe
 from ._report import QuantReport, error_report
 from ._table import scale_table
 
-__all__ = ["quantize", "Quantized", "BlockOperand", "Recipe", "error_report", "QuantReport",
+__all__ = ["quantize", "recipe", "LIBRARIES", "BUGS", "Quantized", "BlockOperand", "Recipe",
+           "error_report", "QuantReport",
            "DelayedScaling", "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "IntFormat",
            "INT8", "INT4", "INT2", "INT1", "MXINT8", "INT8_SYM", "INT4_SYM", "INT2_SYM",
            "MXINT8_SYM", "INT_FORMATS", "SCALE_ROUNDINGS", "scale_table"]

@@ -44,6 +44,7 @@ The spec defines no other integer MX element.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,10 @@ from ._quantize import (
 )
 
 SCALE_ROUNDINGS = ("floor", "ceil", "even", "rceil", "rceil_exact")
+#: Rules of libraries' recipes (fpsim.quant.recipe), beyond SCALE_ROUNDINGS:
+#: "rceil_log2" is torchao's RCEIL on the CPU, ``ceil(RN32(log2(RN32(amax /
+#: max))))`` (mx_tensor.py 165-183).
+RECIPE_SCALE_ROUNDINGS = SCALE_ROUNDINGS + ("rceil_log2",)
 _MX_ELEMENTS = ("e4m3, e5m2 (MXFP8), e3m2, e2m3 (MXFP6), e2m1 (MXFP4), int8 or mxint8 (MXINT8, "
                 "mxint8_sym without -2), or another floating-point format")
 
@@ -97,14 +102,15 @@ def mx_element(elem: ElementFormat) -> ElementFormat:
 
 def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_format: Any,
                 axis: Any, block_size: Any, scale_rounding: str, rounding: Any, saturate: bool,
-                rng: Any, eps: Any, scale_rule: str) -> Quantized:
+                rng: Any, eps: Any, scale_rule: str, recipe: Recipe | None = None) -> Quantized:
     if scale_format is not None and _lookup(scale_format) != E8M0:
         raise ValueError(f"quantize(): MX scales are E8M0; scale_format={scale_format!r} "
                          "(drop it, or use another scaling)")
     if eps is not None or scale_rule != "amax/max":
         raise ValueError("quantize(): eps= and scale_rule= do not apply to MX scaling (its "
                          "power-of-two scale is computed exactly)")
-    check_scale_rounding(scale_rounding)
+    if recipe is None:
+        check_scale_rounding(scale_rounding)
     elem = mx_element(elem)
     if isinstance(elem, Format) and elem.emin - elem.mantissa_bits < -1021:
         raise ValueError(f"quantize(): element_format={elem.name} cannot be an MX element: MX "
@@ -116,13 +122,19 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     shape = source.codes.shape
     axis, block_size = _axis_and_block(shape, axis, block_size, "MX", 32)
     groups = _Groups("mx", shape, axis=axis, size=block_size)
-    recipe = Recipe("mx", E8M0, axis=axis, rounding=mode_name(rounding),
-                    saturate=check_saturate(saturate), block_size=block_size,
-                    scale_rounding=scale_rounding)
+    if recipe is None:
+        recipe = Recipe("mx", E8M0, axis=axis, rounding=mode_name(rounding),
+                        saturate=check_saturate(saturate), block_size=block_size,
+                        scale_rounding=scale_rounding)
+    else:
+        recipe = dataclasses.replace(recipe, axis=axis, block_size=block_size)
+        rounding, saturate = recipe.rounding, recipe.saturate
 
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
         amax = groups.reduce(np.abs(values))
+    if recipe.library != "spec":
+        return _library_mx(source, values, amax, elem, recipe, groups, ctx, rng)
     k, nan = shared_exponent(amax, elem, scale_rounding, ctx)
     scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
     exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
@@ -198,3 +210,120 @@ def _rceil(amax: np.ndarray, elem: ElementFormat, ctx: Context
     codes = array.convert(d, FP32, E8M0, ctx, **{**rne, "rounding": "rup"}).astype(np.int64)
     k = np.where(zero, -127, codes - 127)
     return k, codes == 0xFF
+
+
+def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: ElementFormat,
+                recipe: Recipe, groups: _Groups, ctx: Context, rng: Any) -> Quantized:
+    """MX blocks by a library's steps (the recipe's fields, each named after
+    what it computes; fpsim/quant/_recipes.py): the E8M0 exponent rule
+    (``scale_rounding``, ``rceil_log2`` among them), an infinite block's code
+    (``mx_inf``: ``"max"``, 127; ``"exponent"``, the infinity's exponent
+    field read as 2**128, ``128 - emax``), a NaN block's divisor
+    (``mx_nan_divisor``), the elements scaled by division by ``2**k`` or, under
+    ``rceil_log2``, by multiplication by the reciprocal the library forms,
+    clamped to the element's range (``clamp``), and the bugs the row names:
+    ``divisor_floor`` (the FP32 divisor floored at 2**-126 while 2**-127 is
+    stored), ``rceil_code0_unscaled`` (a code-0 block multiplied by 1),
+    ``nan_element_bits`` (a NaN element of a format without NaN given the
+    code of its bits).  Values are float64 throughout: every scaled value is
+    an exact product or quotient by a power of two, rounded once by the
+    element cast."""
+    rule = recipe.scale_rounding or "floor"
+    nan = np.isnan(amax)
+    inf = np.isinf(amax)
+    if rule == "rceil_log2":
+        k, nan, inf = _rceil_log2(amax, elem, ctx)
+    else:
+        k, _ = shared_exponent(amax, elem, rule, ctx)
+        if recipe.mx_inf == "exponent":
+            k = np.where(inf, 128 - elem.emax, k)
+    k = np.where(nan, 0, np.clip(k, -127, 127 if recipe.mx_inf == "max" else 128))
+    codes = np.where(nan, 255, k + 127)
+    scale_codes = codes.astype(np.uint8)
+    if rule == "rceil_log2":
+        # the reciprocal torchao forms (mx_tensor.py 186-203): 2**(127 - code),
+        # 2**-127 for code 254, 1 for code 0 (rceil_code0_unscaled)
+        e = -k
+        if "rceil_code0_unscaled" in recipe.bugs:
+            e = np.where(codes == 0, 0, e)
+        e = np.where(codes == 254, -127, e)
+        with np.errstate(invalid="ignore"):
+            scaled = np.ldexp(values, groups.expand(np.where(nan, 0, e)))
+            scaled = np.where(groups.expand(nan), np.nan, scaled)
+    else:
+        divisor = k
+        if "divisor_floor" in recipe.bugs:
+            divisor = np.maximum(divisor, -126)
+        with np.errstate(invalid="ignore"):
+            scaled = np.ldexp(values, -groups.expand(np.where(nan, 0, divisor)))
+            if recipe.mx_nan_divisor == "inf":
+                # x / +inf: finite elements of a NaN block are +-0, NaNs stay,
+                # an infinity is inf / inf: the default NaN (negative on x86)
+                in_nan = groups.expand(nan)
+                scaled = np.where(in_nan & np.isfinite(values), np.copysign(0.0, values),
+                                  scaled)
+                scaled = np.where(in_nan & np.isinf(values), -np.nan, scaled)
+    if recipe.clamp:
+        top = float(elem.max)
+        with np.errstate(invalid="ignore"):
+            scaled = np.where(np.abs(scaled) > top, np.copysign(top, scaled), scaled)
+    has_nan = isinstance(elem, Format) and elem.has_nan
+    bad = np.isnan(scaled)
+    cast_in = np.where(bad, 0.0, scaled) if not has_nan else scaled
+    data, saturated = checked_cast(cast_in.view(np.uint64), FP64, cast_in, elem, ctx,
+                                   recipe.rounding, recipe.saturate, rng,
+                                   f"a NaN reached the cast into {elem.name}")
+    if bad.any() and not has_nan:
+        if "nan_element_bits" in recipe.bugs and isinstance(elem, Format):
+            from ._steps import nan_bits_codes
+
+            default = np.where(np.signbit(scaled), np.uint32(0xFFC00000), np.uint32(0x7FC00000))
+            bits = np.where(np.isnan(values), _quiet32(source, values), default)
+            data = np.where(bad, nan_bits_codes(bits, elem).astype(data.dtype), data)
+        ctx.raise_flags(Flag.INVALID)
+    elif bad.any() and recipe.element_nan == "all_ones" and isinstance(elem, Format):
+        data = np.where(bad, all_ones_nan(np.signbit(scaled), elem).astype(data.dtype), data)
+    q = Quantized(_deliver(data, elem), _deliver(scale_codes, E8M0), amax, elem, E8M0,
+                  recipe, saturated, groups, input_format=source.fmt)
+    return q
+
+
+def all_ones_nan(negative: np.ndarray, elem: Format) -> np.ndarray:
+    """The NaN code of a cast that writes every NaN as its sign and an
+    all-ones magnitude (torch's float -> float8 conversion: E5M2 0x7F, not
+    the quiet-bit 0x7E; E4M3 0x7F)."""
+    return np.where(negative, elem.sign_bit | elem.magnitude_mask,
+                    elem.magnitude_mask).astype(np.uint64)
+
+
+def _quiet32(source: Operand, values: np.ndarray) -> np.ndarray:
+    """The FP32 bits of each input NaN, quieted (a NaN operand of an x86
+    division or multiplication comes out with its payload, quiet bit set);
+    an input of a narrower binary format widens by appending zero bits."""
+    fmt = source.fmt
+    codes = np.asarray(source.codes).astype(np.uint64)
+    shift = 23 - fmt.mantissa_bits
+    if fmt.exponent_bits == 8 and shift >= 0:
+        bits = (codes << np.uint64(32 - fmt.width)).astype(np.uint64)
+    else:   # another format: its NaN read as the canonical NaN of its sign
+        neg = np.signbit(values)
+        bits = np.where(neg, np.uint64(0xFFC00000), np.uint64(0x7FC00000))
+    return (bits | np.uint64(0x00400000)).astype(np.uint32)
+
+
+def _rceil_log2(amax: np.ndarray, elem: ElementFormat, ctx: Context
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """torchao's RCEIL on the CPU (mx_tensor.py 133, 165-183): ``d =
+    RN32(amax / max)`` (a division), ``k = ceil(RN32(log2(d)))``; ``d = 0``
+    gives -127, a NaN ``d`` the NaN scale, an infinite one code 254.
+    Returns ``k`` and which blocks are NaN and infinite."""
+    from ._log2 import ceil_log2_rounded
+
+    rne = {"rounding": "rne", "ftz": False, "daz": False, "saturate": False}
+    amax32 = array.encode(amax, FP32, ctx, **rne)
+    top = array.encode(np.full(amax.shape, float(elem.max)), FP32, ctx, **rne)
+    d = array.decode(array.div(amax32, top, ctx, fmt=FP32, **rne), FP32)
+    k, _ = ceil_log2_rounded(d, FP32)
+    nan, inf = np.isnan(d), np.isinf(d)
+    k = np.where(d == 0, -127, k)
+    return np.where(inf, 127, k), nan, inf

@@ -33,6 +33,7 @@ floor), from which a GEMM's per-tensor factor is computed
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -50,8 +51,11 @@ from ._quantize import (
     _deliver,
     _floored,
     _Groups,
+    checked_cast,
+    clamp_codes,
     mode_name,
     scale_and_cast,
+    tensor_nan_amax,
 )
 
 E4M3_TIMES_E2M1_MAX = float(E4M3.max * E2M1.max)  # 2688
@@ -59,7 +63,7 @@ E4M3_TIMES_E2M1_MAX = float(E4M3.max * E2M1.max)  # 2688
 
 def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_format: Any,
                    axis: Any, block_size: Any, rounding: Any, saturate: bool, rng: Any,
-                   eps: Any, scale_rule: str) -> Quantized:
+                   eps: Any, scale_rule: str, recipe: Recipe | None = None) -> Quantized:
     if elem != E2M1:
         raise ValueError(f"quantize(): NVFP4 elements are E2M1; element_format={elem.name} "
                          "(use 'mx' or another scaling for other formats)")
@@ -70,6 +74,10 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
         raise ValueError("quantize(): scale_rule= does not apply to NVFP4 (its steps are fixed)")
     axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4", 16)
     groups = _Groups("mx", source.codes.shape, axis=axis, size=block_size)
+    if recipe is not None and recipe.library != "spec":
+        return _library_nvfp4(source, dataclasses.replace(recipe, axis=axis,
+                                                          block_size=block_size),
+                              groups, ctx, rng)
     recipe = Recipe("nvfp4", FP32, axis=axis, eps=eps, rounding=mode_name(rounding),
                     saturate=check_saturate(saturate), block_size=block_size)
 
@@ -117,3 +125,78 @@ def _encode_scale(amax_t32: np.ndarray, ctx: Context) -> np.ndarray:
         return np.asarray(_FP32_ONE)
     top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
     return np.asarray(_finite(array.div(top, amax_t32, ctx, fmt=FP32)))
+
+
+def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Context,
+                   rng: Any) -> Quantized:
+    """NVFP4 by a library's steps (fpsim/quant/_recipes.py), every one in FP32
+    round to nearest even: the block scale ``d = amax_b / 6``, divided by the
+    tensor's decode scale ``t = amax_t / 2688`` (``tensor_scale="decode"``)
+    or not (``None``: one level), clamped to ``[block_scale_min, 448]``
+    (a NaN stays) and cast to E4M3; the elements multiplied by the
+    reciprocal the library forms (``multiplier="reciprocal"``: ``1 / S_b``,
+    or ``(1 / t) / S_b``), clamped to [-6, 6] (``clamp``) and cast to E2M1.
+    ``nan_element_bits`` (a bug flag): a NaN element gets the code of its
+    FP32 bits (fpsim/quant/_steps.py), the NaN the x86 rules carry (a NaN
+    block's reciprocal: the E4M3 NaN widened to FP32, ``0x7FF00000``; ``-0
+    × inf``: the default NaN ``0xFFC00000``)."""
+    if recipe.multiplier != "reciprocal" or recipe.tensor_scale not in (None, "decode"):
+        raise ValueError(f"NVFP4 recipe {recipe.library}/{recipe.name}: multiplier="
+                         f"{recipe.multiplier!r}, tensor_scale={recipe.tensor_scale!r} is not a "
+                         "combination fpsim computes")
+    values = array.decode(source.codes, source.fmt)
+    with np.errstate(invalid="ignore"):
+        amax_b = groups.reduce(np.abs(values))
+        amax_t = np.array(np.abs(values).max() if values.size else 0.0)
+    f32 = {"fmt": FP32}
+    amax_b32 = array.encode(amax_b, FP32, ctx)
+    six = np.broadcast_to(array.encode(np.array(6.0), FP32, ctx), amax_b.shape)
+    d = array.div(amax_b32, six, ctx, **f32)
+    one = array.encode(np.array(1.0), FP32, ctx)
+    t = None
+    if recipe.tensor_scale == "decode":
+        top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
+        t = array.div(tensor_nan_amax(recipe, True, amax_t, source.fmt, FP32, ctx), top, ctx,
+                      **f32)
+        d = array.div(d, np.broadcast_to(t, d.shape), ctx, **f32)
+    lo = recipe.block_scale_min
+    dv = array.decode(d, FP32)
+    with np.errstate(invalid="ignore"):
+        clamped = np.where(dv > 448.0, 448.0, dv)
+        if lo is not None:
+            clamped = np.where(clamped < lo, lo, clamped)
+    block_scale = array.convert(array.encode(clamped, FP32, ctx), FP32, E4M3, ctx,
+                                rounding="rne", saturate=True)
+    s_b = array.convert(block_scale, E4M3, FP32, ctx)
+    if recipe.element_nan == "all_ones":
+        # torch widens an E4M3 NaN bit by bit: sign | 0x7FF00000
+        nan_b = (block_scale & np.uint8(0x7F)) == np.uint8(0x7F)
+        s_b = np.where(nan_b, np.where(block_scale >= 0x80, np.uint32(0xFFF00000),
+                                       np.uint32(0x7FF00000)), s_b).astype(np.uint32)
+    first = one if t is None else array.div(one, t, ctx, **f32)
+    rcp = array.div(np.broadcast_to(first, s_b.shape), s_b, ctx, **f32)
+    xs = array.convert(source.codes, source.fmt, FP32, ctx)
+    # scale_first: where both are NaN, the product carries the reciprocal's
+    # NaN (torch's CPU kernel), as the x86 rule does for its first operand
+    wide = np.ascontiguousarray(groups.expand(rcp))
+    scaled = array.mul(wide, xs, ctx, **f32) if recipe.scale_first else \
+        array.mul(xs, wide, ctx, **f32)
+    if recipe.clamp:
+        scaled = clamp_codes(scaled, FP32, 6.0)
+    sv = array.decode(scaled, FP32)
+    bad = np.isnan(sv)
+    cast_in = np.where(bad, np.uint32(0), scaled).astype(np.uint32)
+    data, saturated = checked_cast(cast_in, FP32, np.where(bad, 0.0, sv), E2M1, ctx,
+                                   recipe.rounding, recipe.saturate, rng,
+                                   "a NaN reached the cast into e2m1")
+    if bad.any():
+        if "nan_element_bits" in recipe.bugs:
+            from ._steps import nan_bits_codes
+
+            data = np.where(bad, nan_bits_codes(scaled, E2M1).astype(data.dtype), data)
+    return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
+                     _deliver(amax_b32, FP32), E2M1, E4M3, recipe, saturated, groups,
+                     tensor_scale=None if t is None else _deliver(t, FP32),
+                     tensor_amax=None if t is None else _deliver(array.encode(amax_t, FP32, ctx),
+                                                                 FP32),
+                     input_format=source.fmt)

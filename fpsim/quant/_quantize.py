@@ -34,6 +34,7 @@ or divided by it (``"max/amax"``), exactly, rounded once to float64.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -56,8 +57,13 @@ SCALE_RULES = ("amax/max", "max/amax")
 
 @dataclass(frozen=True)
 class Recipe:
-    """How a tensor was quantized: the scaling groups and every declared
-    format and setting (see :func:`quantize`)."""
+    """How a tensor is quantized: the scaling groups and every declared
+    format and step (see :func:`quantize`; the steps' fields:
+    ``fpsim/quant/_recipes.py``).  :func:`fpsim.quant.recipe` builds one
+    for a library's named recipe; ``quantize(x, recipe)`` runs it.  The
+    fields after ``scale_rounding`` default to fpsim's own steps (the
+    specification rows): a recipe built from :func:`quantize`'s keywords
+    has them."""
 
     scaling: str
     scale_format: Format
@@ -69,6 +75,31 @@ class Recipe:
     saturate: bool | Saturation = True
     block_size: int | None = None
     scale_rounding: str | None = None
+    # -- the steps a library's recipe names (fpsim/quant/_recipes.py) ---------------
+    library: str = "spec"
+    name: str | None = None
+    element: Any = None
+    source: str = ""
+    ratio_format: Any = None
+    eps_on: str = "divisor"
+    zero_scale: str = "one"
+    scale_pow2: str | None = None
+    apply: str | None = None
+    clamp: bool = False
+    dequant: str | None = None
+    dequant_format: Any = None
+    output: Any = None
+    nan: str | None = None
+    element_nan: str | None = None
+    tensor_nan: Any = None
+    widen_nan: Any = None
+    scale_first: bool = False
+    mx_inf: str = "max"
+    mx_nan_divisor: str = "one"
+    tensor_scale: str | None = "encode"
+    block_scale_min: float | None = None
+    multiplier: str = "quotient"
+    bugs: frozenset = frozenset()
 
     def describe(self) -> str:
         """The recipe in words.
@@ -76,17 +107,39 @@ class Recipe:
         >>> quantize(np.float32([1.0]), "e4m3", "channel").recipe.describe()
         'one scale per index of axis 0; scale = amax/max in fp32; elements rounded rne, saturating'
         """
+        axis = 0 if self.axis is None and self.scaling == "channel" else self.axis
+        if self.scaling in ("mx", "nvfp4") and axis is None:
+            axis = -1
         groups = {"tensor": "one scale for the tensor",
-                  "channel": f"one scale per index of axis {self.axis}",
+                  "channel": f"one scale per index of axis {axis}",
                   "block": f"one scale per {self.block} tile of the last two axes",
-                  "mx": f"one E8M0 scale per {self.block_size} elements along axis {self.axis} "
+                  "mx": f"one E8M0 scale per {self.block_size} elements along axis {axis} "
                         f"(scale_rounding={self.scale_rounding!r})",
                   "nvfp4": f"one E4M3 scale per {self.block_size} elements along axis "
-                           f"{self.axis} and an FP32 tensor scale"}[self.scaling]
-        return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
-                f"{'' if self.eps is None else f', divisor floored at eps={self.eps!r}'}; "
-                f"elements rounded {self.rounding}, "
-                f"{_saturation_words(self.saturate)}")
+                           f"{axis} and an FP32 tensor scale"}[self.scaling]
+        if self.library == "spec" and self.dequant is None:
+            return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
+                    f"{'' if self.eps is None else f', divisor floored at eps={self.eps!r}'}; "
+                    f"elements rounded {self.rounding}, "
+                    f"{_saturation_words(self.saturate)}")
+        ratio = ""
+        if self.ratio_format == "input":
+            ratio = " (the ratio in the input's format)"
+        elif self.ratio_format is not None:
+            ratio = f" (the ratio in {self.ratio_format.name})"
+        how = self.apply or ("reciprocal" if self.scale_rule == "amax/max" else "multiply")
+        elements = {"reciprocal": "x × (1 / scale)", "divide": "x / scale",
+                    "multiply": "x × scale"}[how] if self.scaling not in ("mx", "nvfp4") else \
+            "x scaled"
+        bugs = f"; bugs: {', '.join(sorted(self.bugs))}" if self.bugs else ""
+        out = "the input's format" if self.output in (None, "input") else self.output
+        deq = f"; dequantized: {self.dequant} in " \
+              f"{getattr(self.dequant_format, 'name', out)}, to {out}" if self.dequant else ""
+        return (f"{self.library} {self.name}: {groups}; scale = {self.scale_rule} in "
+                f"{self.scale_format.name}{ratio}"
+                f"{'' if self.eps is None else f', amax floored at eps={self.eps!r}'}, "
+                f"elements {elements}{', clamped' if self.clamp else ''}, rounded "
+                f"{self.rounding}, {_saturation_words(self.saturate)}{deq}{bugs}")
 
 
 class BlockOperand(NamedTuple):
@@ -134,6 +187,7 @@ class Quantized:
     _groups: Any = field(repr=False)
     tensor_scale: np.ndarray | None = None
     tensor_amax: np.ndarray | None = None
+    input_format: Any = None
 
     def block_operand(self) -> BlockOperand:
         """The operand of a block-scaled matrix instruction
@@ -165,14 +219,27 @@ class Quantized:
                             self.tensor_scale, self.tensor_amax)
 
     @quiet
-    def dequantize(self) -> np.ndarray:
+    def dequantize(self, dtype: Any = None) -> np.ndarray:
         """Each element times its group's scale (divided by it under
         ``"max/amax"``), exactly, rounded once to float64.
+
+        A library's recipe (:func:`fpsim.quant.recipe`) dequantizes as the
+        library does (its ``dequant`` steps: the product or quotient rounded
+        in its format, then converted to its output format, by default the
+        input's), as values of that format's dtype; ``dtype=`` names another
+        output format.
 
         >>> q = quantize(np.float32([0.5, -3.0]), "e4m3")   # scale = 3 / 448 in FP32
         >>> q.data.astype(float).tolist(), q.dequantize().tolist()
         ([72.0, -448.0], [0.4821428619325161, -3.0000000298023224])
         """
+        if self.recipe.dequant is not None:
+            from ._steps import dequantize_steps
+
+            return dequantize_steps(self, dtype)
+        if dtype is not None:
+            raise ValueError("dequantize(): dtype= applies to a library's recipe "
+                             "(fpsim.quant.recipe); this result dequantizes exactly to float64")
         values = decode(_codes(self.data, self.element_format), self.element_format)
         scale = self._groups.expand(array.decode(_codes(self.scale, self.scale_format),
                                                  self.scale_format))
@@ -266,6 +333,17 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     ([0.0, 448.0, -224.0], True)
     """
     op = "quantize"
+    if isinstance(element_format, Recipe):
+        given = {"scaling": scaling != "tensor", "scale_format": scale_format is not None,
+                 "scale_rule": scale_rule != "amax/max", "eps": eps is not None,
+                 "block_size": block_size is not None, "scale_rounding": scale_rounding is not None,
+                 "rounding": rounding != "rne", "saturate": saturate is not True,
+                 "mx_scale": mx_scale is not None}
+        extra = [k for k, v in given.items() if v]
+        if extra:
+            raise ValueError(f"quantize(): a Recipe names every step; drop {', '.join(extra)} "
+                             "(build another recipe: fpsim.quant.recipe(..., options))")
+        return _run_recipe(x, element_format, ctx, fmt, axis, rng)
     elem = element("quantize()", element_format)
     source = Operand(op, x, fmt)
     # Settings the last step reads, checked before any step raises a flag.
@@ -312,30 +390,177 @@ def quantize(x: Any, element_format: Any, scaling: Any = "tensor", ctx: Context 
     groups = _groups(scaling, source.codes.shape, 0 if axis is None else axis)
     recipe = Recipe(groups.kind, sfmt, scale_rule, groups.axis, groups.block, eps,
                     mode_name(rounding), check_saturate(saturate))
+    return ratio_quantize(source, elem, recipe, groups, ctx, rng)
 
+
+def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups: _Groups,
+                   ctx: Context, rng: Any) -> Quantized:
+    """Tensor, channel and tile scaling: the steps of the module's
+    docstring, with the variants a recipe names (``fpsim/quant/_recipes.py``):
+    the format the ratio is computed in, the floor on amax, the zero
+    group divided anyway, a power-of-two scale, division or multiplication
+    by the scale, a clamp before the cast."""
+    sfmt, scale_rule, eps = recipe.scale_format, recipe.scale_rule, recipe.eps
+    rf = _ratio_format(recipe, source.fmt)
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
         group_amax = groups.reduce(np.abs(values))  # exact: one of the values; NaN wins
-    amax = array.encode(group_amax, sfmt, ctx)
-    floor = None if eps is None else array.encode(np.array(float(eps)), sfmt, ctx)
-    top = np.broadcast_to(array.encode(np.array(float(elem.max)), sfmt, ctx), amax.shape)
-    one = np.broadcast_to(array.encode(np.array(1.0), sfmt, Context()), amax.shape)
+    amax = tensor_nan_amax(recipe, groups.kind == "tensor", group_amax, source.fmt, rf, ctx)
+    floor = None if eps is None else array.encode(np.array(float(eps)), rf, ctx)
+    top = np.broadcast_to(array.encode(np.array(float(elem.max)), rf, ctx), amax.shape)
+    one = np.broadcast_to(array.encode(np.array(1.0), rf, Context()), amax.shape)
+    divide_zero = recipe.zero_scale == "divide"
     if scale_rule == "amax/max":
-        scale = _floored(array.div(amax, top, ctx, fmt=sfmt), floor, sfmt, ctx)
+        if recipe.eps_on == "amax":
+            amax = _floored(amax, floor, rf, ctx)
+            floor = None
+        scale = _floored(array.div(amax, top, ctx, fmt=rf), floor, rf, ctx)
         # A group of zeros (amax zero, no eps): scale 1, no division.
-        dead = (array.decode(amax, sfmt) == 0) & (array.decode(scale, sfmt) == 0)
+        dead = (array.decode(amax, rf) == 0) & (array.decode(scale, rf) == 0) & ~divide_zero
         scale = np.where(dead, one, scale).astype(scale.dtype)
-        multiplier = array.div(one, scale, ctx, fmt=sfmt)
     else:
-        amax = _floored(amax, floor, sfmt, ctx)
-        dead = array.decode(amax, sfmt) == 0
-        scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=sfmt)
+        amax = _floored(amax, floor, rf, ctx)
+        dead = (array.decode(amax, rf) == 0) & ~divide_zero
+        scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=rf)
         scale = np.where(dead, one, scale).astype(scale.dtype)
-        multiplier = scale
-    data, saturated = scale_and_cast(source, elem, sfmt, groups.expand(multiplier), ctx,
-                                     rounding, saturate, rng)
+    if rf != sfmt:
+        whole = groups.kind == "tensor"
+        scale = convert_steps(scale, rf, sfmt, ctx, recipe, whole)
+        amax = convert_steps(amax, rf, sfmt, ctx, recipe, whole)
+    if recipe.scale_pow2 == "floor_log2":
+        scale = power_of_two_below(scale, sfmt, ctx)
+    how = recipe.apply or ("reciprocal" if scale_rule == "amax/max" else "multiply")
+    xs = array.convert(source.codes, source.fmt, sfmt, ctx)
+    wide = groups.expand(scale)
+    if how == "reciprocal":
+        one_s = np.broadcast_to(array.encode(np.array(1.0), sfmt, Context()), scale.shape)
+        scaled = array.mul(xs, groups.expand(array.div(one_s, scale, ctx, fmt=sfmt)), ctx,
+                           fmt=sfmt)
+    elif how == "divide":
+        scaled = array.div(xs, wide, ctx, fmt=sfmt)
+    elif recipe.scale_first:   # where both are NaN the product carries the scale's
+        scaled = array.mul(np.ascontiguousarray(wide), xs, ctx, fmt=sfmt)
+    else:
+        scaled = array.mul(xs, wide, ctx, fmt=sfmt)
+    if recipe.clamp:
+        scaled = clamp_codes(scaled, sfmt, float(elem.max))
+    data, saturated = checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx,
+                                   recipe.rounding, recipe.saturate, rng,
+                                   f"a scaled value is NaN (a NaN input, or 0 × inf from an "
+                                   f"infinite multiplier), which {elem.name} cannot represent; "
+                                   "declare eps= or a wider scale_format=")
+    if recipe.element_nan == "all_ones" and isinstance(elem, Format) and elem.has_nan:
+        from ._mx import all_ones_nan
+
+        sv = array.decode(scaled, sfmt)
+        nan = np.isnan(sv)
+        if nan.any():
+            data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
-                     sfmt, recipe, saturated, groups)
+                     sfmt, recipe, saturated, groups, input_format=source.fmt)
+
+
+def convert_steps(codes: np.ndarray, src: Format, dst: Format, ctx: Context, recipe: Recipe,
+                  scalar: bool) -> np.ndarray:
+    """``array.convert`` with the library's own NaN conversion of a single
+    value (``scalar``; ``widen_nan``: the code every NaN of a format
+    becomes, by source format name: torch's scalar FP16 -> FP32 conversion
+    writes ``0x7FFFFFFF``, where its vectorized one, like the hardware's,
+    keeps the payload)."""
+    out = array.convert(codes, src, dst, ctx)
+    table = recipe.widen_nan
+    if not scalar or table is None or src.name not in table or dst.name != "fp32":
+        return out
+    nan = np.isnan(array.decode(codes, src))
+    if not nan.any():
+        return out
+    return np.where(nan, np.uint32(table[src.name]), out).astype(out.dtype)
+
+
+def tensor_nan_amax(recipe: Recipe, whole: bool, amax: np.ndarray, fmt: Format, to: Format,
+                    ctx: Context) -> np.ndarray:
+    """Codes of ``to`` of the groups' amax; where the group is the whole
+    tensor and holds a NaN, the NaN the library's full reduction returns
+    (``tensor_nan``: its code by input format name, e.g. torch.max's
+    ``0xFFFFFFFF`` for FP32), converted to ``to`` by the context's NaN rules."""
+    codes = array.encode(amax, to, ctx)
+    table = recipe.tensor_nan
+    if not whole or table is None or fmt.name not in table or not np.isnan(amax).any():
+        return codes
+    nan = np.full(amax.shape, table[fmt.name], array.code_dtype(fmt))
+    return np.where(np.isnan(amax), array.convert(nan, fmt, to, ctx), codes).astype(codes.dtype)
+
+
+def _ratio_format(recipe: Recipe, input_format: Format) -> Format:
+    """The format the scale's ratio is computed in: the recipe's
+    ``ratio_format`` (``"input"``: the input's format), or the scale format."""
+    rf = recipe.ratio_format
+    if rf is None:
+        return recipe.scale_format
+    if rf == "input":
+        return input_format
+    return rf
+
+
+def clamp_codes(codes: np.ndarray, fmt: Format, top: float) -> np.ndarray:
+    """Codes of ``fmt`` clamped to ``[-top, top]`` (``top`` a value of
+    ``fmt``), as ``torch.clamp`` does: a NaN stays itself, an infinity
+    becomes ``±top``."""
+    v = array.decode(codes, fmt)
+    with np.errstate(invalid="ignore"):
+        over = np.abs(v) > top
+    if not over.any():
+        return codes
+    edge = array.encode(np.where(v > 0, top, -top), fmt, Context())
+    return np.where(over, edge, codes).astype(codes.dtype)
+
+
+def power_of_two_below(codes: np.ndarray, fmt: Format, ctx: Context) -> np.ndarray:
+    """``2**floor(RN_fmt(log2(s)))`` of each scale (torchao's
+    ``_round_scale_down_to_power_of_2``): log2 rounded to ``fmt`` first, so a
+    scale just below a power of two can become that power (fpsim.ops.log2's
+    correct rounding; NaN, zero and infinity as torch.exp2 of their log2)."""
+    from ._log2 import floor_log2_rounded
+
+    v = array.decode(codes, fmt)
+    k, special = floor_log2_rounded(v, fmt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = np.where(special, v, np.ldexp(1.0, np.clip(k, -2000, 2000)))
+    return array.encode(p, fmt, ctx)
+
+
+def _run_recipe(x: Any, recipe: Recipe, ctx: Context | None, fmt: Any, axis: Any,
+                rng: Any) -> Quantized:
+    """``quantize(x, recipe, axis=...)``: the recipe's steps on ``x``."""
+    from ._steps import steps_context
+
+    if recipe.element is None:
+        raise ValueError("quantize(): this Recipe names no element format (build it with "
+                         "fpsim.quant.recipe(library, name, ...))")
+    _checks.rng(rng)
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"quantize(): ctx must be an fpsim.Context, got {type(ctx).__name__}")
+    ctx = steps_context(recipe, ctx if ctx is not None else getcontext())
+    source = Operand("quantize", x, fmt)
+    elem = recipe.element
+    if recipe.scaling == "mx":
+        from ._mx import quantize_mx
+
+        return quantize_mx(source, elem, ctx, scale_format=None, axis=axis,
+                           block_size=recipe.block_size, scale_rounding=recipe.scale_rounding,
+                           rounding=recipe.rounding, saturate=recipe.saturate, rng=rng,
+                           eps=None, scale_rule="amax/max", recipe=recipe)
+    if recipe.scaling == "nvfp4":
+        from ._nvfp4 import quantize_nvfp4
+
+        return quantize_nvfp4(source, elem, ctx, scale_format=None, axis=axis,
+                              block_size=recipe.block_size, rounding=recipe.rounding,
+                              saturate=recipe.saturate, rng=rng, eps=recipe.eps,
+                              scale_rule="amax/max", recipe=recipe)
+    groups = _groups(recipe.scaling if recipe.block is None else ("block", recipe.block),
+                     source.codes.shape, 0 if axis is None else axis)
+    recipe = dataclasses.replace(recipe, axis=groups.axis)
+    return ratio_quantize(source, elem, recipe, groups, ctx, rng)
 
 
 def _scale_rounding(scaling: Any, scale_rounding: Any, mx_scale: Any) -> str:

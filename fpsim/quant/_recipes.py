@@ -1,0 +1,275 @@
+"""Libraries' quantization recipes as rows of data: ``recipe`` builds
+the :class:`~fpsim.quant.Recipe` of ``(library, name, options)``, which
+:func:`~fpsim.quant.quantize` runs (``quantize(x, recipe("torchao",
+"mxfp8"))``).  No library has a code path of its own: each row sets the
+fields of the steps it takes, and the steps are chosen by those fields.
+
+The fields beyond the scaling groups and formats (defaults: fpsim's own
+steps, the ``"spec"`` rows):
+
+``ratio_format``
+    The format the scale's ratio ``amax / max`` (or ``max / amax``) is
+    computed in: None (the scale format), ``"input"`` (the tensor's own
+    format: torchao's ``Float8Tensor``), or a format (``"fp64"``:
+    ``torchao.float8``), converted to the scale format after.
+``eps_on``
+    ``"divisor"`` (the divisor of the division that can overflow is floored
+    at ``eps``) or ``"amax"`` (amax is floored before the ratio).
+``zero_scale``
+    ``"one"`` (an all-zero group's scale is 1, no division: Transformer
+    Engine) or ``"divide"`` (the division is made: 0 / 0 is NaN).
+``scale_pow2``
+    None, or ``"floor_log2"``: the scale becomes ``2**floor(RN(log2 s))``,
+    the logarithm rounded to the scale format first (torchao's
+    ``round_scales_to_power_of_2``).
+``apply``
+    How the scale reaches the elements: ``"reciprocal"`` (``x × RN(1 /
+    s)``), ``"divide"`` (``x / s``) or ``"multiply"`` (``x × s``); None
+    follows ``scale_rule``.
+``clamp``
+    Scaled values clamped to the element's range before the cast (NaN
+    stays, an infinity becomes the largest value), as ``torch.clamp``.
+``dequant``, ``dequant_format``, ``output``
+    ``dequantize()``: ``"multiply"`` or ``"divide"`` by the scale, rounded
+    in ``dequant_format`` (default: the output format), converted to
+    ``output`` (``"input"``: the tensor's format).  None: exact, to
+    float64 (fpsim's own).
+``nan``
+    The NaN rules of the CPU the library runs on (``"x86"``: an invalid
+    operation gives the negative default NaN, whose E4M3 code is 0xFF).
+``scale_rounding``, ``mx_inf``, ``mx_nan_divisor``
+    MX: the E8M0 exponent rule (``fpsim.quant.SCALE_ROUNDINGS`` and
+    ``"rceil_log2"``); an infinite block's exponent (``"max"``: 127;
+    ``"exponent"``: the infinity's exponent field read as 2**128, so
+    ``128 - emax``); what a NaN block's elements are divided by (``"one"``,
+    or ``"inf"``: finite elements become ±0).
+``tensor_scale``, ``block_scale_min``, ``multiplier``
+    NVFP4: the tensor scale's form (``"encode"``: ``2688 / amax``,
+    Transformer Engine; ``"decode"``: ``amax / 2688``; None: one level),
+    the floor of the block scale before its E4M3 cast, and the elements'
+    multiplier (``"quotient"``: ``s_enc / S_b``; ``"reciprocal"``: the
+    reciprocal of the block scale, or of the tensor scale divided by it).
+``bugs``
+    The library's bugs the row reproduces (each named in ``fpsim.quant.BUGS`` with
+    its source line); ``recipe(..., bugs=False)`` drops them all, a set
+    keeps those named.
+
+>>> from fpsim.quant import quantize, recipe
+>>> r = recipe("torchao", "mxfp8", scale_rounding="rceil")
+>>> r.scale_rounding, sorted(r.bugs), r.output
+('rceil_log2', ['rceil_code0_unscaled'], 'input')
+>>> import numpy as np
+>>> x = np.zeros((1, 32), np.float32); x[0, :3] = [2.0**-120, -2.0**-121, 3 * 2.0**-124]
+>>> q = quantize(x, recipe("torchao", "mxfp8"))          # FLOOR, the divisor floored
+>>> int(q.scale.view(np.uint8)[0, 0]), q.dequantize()[0, :2].tolist()   # halved
+(0, [3.76158192263132e-37, -1.88079096131566e-37])
+>>> q = quantize(x, recipe("spec", "mxfp8"))
+>>> q.dequantize()[0, :2].tolist() == [2.0**-120, -2.0**-121]
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..formats import E2M1, E8M0, FP32, FP64
+from ..formats import format as _lookup
+from ._quantize import Recipe
+
+__all__ = ["recipe", "LIBRARIES", "BUGS"]
+
+LIBRARIES = ("spec", "te", "torchao", "modelopt", "compressed-tensors", "brevitas")
+NAMES = ("fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4")
+
+_TORCHAO = "torchao 0.18.0 (tools/quant_peers/torchao-0.18.0.md)"
+
+#: Each bug a row can reproduce: where it is, and what it does.
+BUGS: dict[str, str] = {
+    "divisor_floor": "torchao 0.18.0 prototype/mx_formats/mx_tensor.py:359 (to_mx): the FP32 "
+                     "divisor is clamped at 2**-126 while code 0 (2**-127) is stored, so "
+                     "every element of a k = -127 block is halved",
+    "rceil_code0_unscaled": "torchao 0.18.0 mx_tensor.py:186-203 (_to_mx_rceil): a block "
+                            "whose code is 0 is multiplied by 1.0, not 2**127: every "
+                            "element of a block with amax <= max * 2**-127 becomes +-0",
+    "nan_element_bits": "torchao 0.18.0 prototype/custom_fp_utils.py:27-142 "
+                        "(_f32_to_floatx_unpacked): a NaN reaches neither the saturation "
+                        "nor the subnormal branch, and the normal branch turns its bits "
+                        "into a number (0x7FC00000 -> E2M1 0x3, 1.5)",
+}
+
+#: The NaN torch.max(|x|) (a reduction over the whole tensor) returns on the
+#: CPU, by input format (torch 2.13.0: tools/quant_peers/torchao-0.18.0.md §0;
+#: FP16's read back through the scale it leads to).
+_TORCH_MAX_NAN = {"fp32": 0xFFFFFFFF, "fp16": 0xFE00, "bf16": 0x7FC0}
+
+#: torch's conversion of one FP16 value (a 0-d tensor) to FP32 writes every
+#: NaN as 0x7FFFFFFF, sign dropped; its vectorized conversion keeps the payload
+#: (measured, torch 2.13.0 CPU).
+_TORCH_WIDEN_NAN = {"fp16": 0x7FFFFFFF}
+
+_MX_DEFAULT = {"mxfp8": "e4m3", "mxfp6": "e2m3", "mxfp4": "e2m1"}
+_MX_ELEMENTS = {"mxfp8": ("e4m3", "e5m2"), "mxfp6": ("e2m3", "e3m2"), "mxfp4": ("e2m1",)}
+
+
+def _options(library: str, name: str, given: dict[str, Any], accepted: dict[str, tuple]
+             ) -> dict[str, Any]:
+    """``given`` checked against ``accepted`` (option -> allowed values;
+    the first is the default), with the defaults filled in."""
+    unknown = sorted(set(given) - set(accepted) - {"bugs"})
+    if unknown:
+        raise ValueError(f"recipe({library!r}, {name!r}): unknown option(s) {unknown}; "
+                         f"accepted: {', '.join(accepted) or 'none'}, bugs")
+    out = {}
+    for key, allowed in accepted.items():
+        value = given.get(key, allowed[0])
+        if value not in allowed:
+            raise ValueError(f"recipe({library!r}, {name!r}): {key}={value!r}; accepted "
+                             + ", ".join(repr(a) for a in allowed))
+        out[key] = value
+    return out
+
+
+def _spec(name: str, given: dict[str, Any]) -> Recipe:
+    if name == "fp8":
+        o = _options("spec", name, given, {"element": ("e4m3", "e5m2"),
+                                           "scaling": ("tensor", "channel")})
+        return Recipe(o["scaling"], FP32, element=_lookup(o["element"]), name=name,
+                      source="fpsim (docs/quant.rst): scale = amax / max in FP32, elements "
+                             "x × RN(1 / scale)")
+    if name in _MX_DEFAULT:
+        from ._mx import SCALE_ROUNDINGS
+
+        o = _options("spec", name, given, {"element": _MX_ELEMENTS[name],
+                                           "scale_rounding": SCALE_ROUNDINGS})
+        o.setdefault("element", _MX_DEFAULT[name])
+        return Recipe("mx", E8M0, scale_rounding=o["scale_rounding"], element=_lookup(
+            o["element"]), name=name, source="OCP MX v1.0 §6.3 (fpsim/quant/_mx.py)")
+    o = _options("spec", name, given, {})
+    return Recipe("nvfp4", FP32, element=E2M1, name=name,
+                  source="Transformer Engine's NVFP4 recipe (fpsim/quant/_nvfp4.py)")
+
+
+def _te(name: str, given: dict[str, Any]) -> Recipe:
+    if name == "fp8":
+        o = _options("te", name, given, {"element": ("e4m3", "e5m2"),
+                                         "scaling": ("tensor", "channel")})
+        return Recipe(o["scaling"], FP32, "max/amax", element=_lookup(o["element"]),
+                      library="te", name=name,
+                      source="Transformer Engine compute_scale_from_amax: scale = max / amax "
+                             "in FP32, 1 for a zero amax; elements x × scale")
+    if name == "nvfp4":
+        _options("te", name, given, {})
+        return Recipe("nvfp4", FP32, element=E2M1, library="spec", name=name,
+                      source="Transformer Engine compute_global_encode_scaling_factor_FP4 "
+                             "(fpsim/quant/_nvfp4.py)")
+    raise ValueError(f"recipe('te', {name!r}): fpsim has Transformer Engine's 'fp8' and "
+                     "'nvfp4' recipes")
+
+
+def _torchao(name: str, given: dict[str, Any]) -> Recipe:
+    common = dict(library="torchao", name=name, nan="x86", output="input",
+                  element_nan="all_ones", widen_nan=_TORCH_WIDEN_NAN)
+    if name in _MX_DEFAULT:
+        o = _options("torchao", name, given, {
+            "element": (_MX_DEFAULT[name],) + tuple(e for e in _MX_ELEMENTS[name]
+                                                   if e != _MX_DEFAULT[name]),
+            "scale_rounding": ("floor", "ceil", "even", "rceil"), "block_size": (32,)})
+        elem = _lookup(o["element"])
+        rceil = o["scale_rounding"] == "rceil"
+        bugs = {"rceil_code0_unscaled"} if rceil else {"divisor_floor"}
+        if not elem.has_nan:
+            bugs.add("nan_element_bits")
+        return Recipe("mx", E8M0, element=elem, block_size=32,
+                      scale_rounding="rceil_log2" if rceil else o["scale_rounding"],
+                      mx_inf="max" if rceil else "exponent",
+                      mx_nan_divisor="one" if rceil else "inf",
+                      clamp=rceil or elem.has_nan, dequant="multiply", bugs=frozenset(bugs),
+                      source=_TORCHAO + ": prototype/mx_formats/mx_tensor.py to_mx "
+                             "(214-398), _to_mx_rceil (109-211), to_dtype (431-479)",
+                      **common)
+    if name == "nvfp4":
+        o = _options("torchao", name, given, {"per_tensor_scale": (False, True)})
+        return Recipe("nvfp4", FP32, element=E2M1, block_size=16,
+                      tensor_scale="decode" if o["per_tensor_scale"] else None,
+                      block_scale_min=2.0 ** -6, multiplier="reciprocal", clamp=True,
+                      dequant="multiply", dequant_format=FP32, scale_first=True,
+                      tensor_nan=_TORCH_MAX_NAN, bugs=frozenset({"nan_element_bits"}),
+                      source=_TORCHAO + ": prototype/mx_formats/nvfp4_tensor.py "
+                             "nvfp4_quantize (772-854), per_tensor_amax_to_scale (756-769), "
+                             "dequantize (199-257)", **common)
+    o = _options("torchao", name, given, {"element": ("e4m3", "e5m2"),
+                                          "scaling": ("tensor", "row"),
+                                          "impl": ("inference", "training"),
+                                          "round_scales_to_power_of_2": (False, True)})
+    scaling = "tensor" if o["scaling"] == "tensor" else "channel"
+    elem = _lookup(o["element"])
+    if o["impl"] == "inference":
+        if o["round_scales_to_power_of_2"]:
+            raise ValueError("recipe('torchao', 'fp8'): round_scales_to_power_of_2 applies "
+                             "to impl='training' (torchao.float8)")
+        return Recipe(scaling, FP32, "amax/max", element=elem, ratio_format="input",
+                      zero_scale="divide", apply="divide", clamp=True, dequant="multiply",
+                      dequant_format=FP32,
+                      source=_TORCHAO + ": quantization/quant_primitives.py "
+                             "_choose_scale_float8 (2243-2282), _quantize_affine_float8 "
+                             "(2341-2357), _dequantize_affine_float8 (2360-2374)", **common)
+    return Recipe(scaling, FP32, "max/amax", element=elem, ratio_format=FP64, eps=1e-12,
+                  clamp=True, scale_first=True, tensor_nan=_TORCH_MAX_NAN,
+                  scale_pow2="floor_log2" if o["round_scales_to_power_of_2"] else None,
+                  dequant="divide", dequant_format=FP32,
+                  source=_TORCHAO + ": float8/float8_utils.py amax_to_scale (32-53), "
+                         "to_fp8_saturated (118-139); float8_training_tensor.py "
+                         "to_original_precision (205)",
+                  **{**common, "output": "input" if scaling == "tensor" else "fp32"})
+
+
+_BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao}
+
+
+def recipe(library: str, name: str, **options: Any) -> Recipe:
+    """The :class:`~fpsim.quant.Recipe` of ``library``'s ``name`` recipe
+    (see the module's docstring for the fields, ``docs/quant_libraries.rst``
+    for the libraries side by side).  ``library``: ``"spec"`` (fpsim's own
+    steps: OCP MX, Transformer Engine's NVFP4), ``"te"``, ``"torchao"``;
+    ``name``: ``"fp8"``, ``"mxfp8"``, ``"mxfp6"``, ``"mxfp4"``,
+    ``"nvfp4"``; ``options`` as the library names them (``element=``,
+    ``scaling=``, ``scale_rounding=``, ``per_tensor_scale=``, ...), and
+    ``bugs=``: True (the default: what the library outputs), False (none
+    of its bugs), or a set of ``fpsim.quant.BUGS`` names.
+
+    >>> d = recipe("torchao", "fp8", scaling="row").describe()
+    >>> [part.strip() for part in d.split(";")][:2]    # doctest: +NORMALIZE_WHITESPACE
+    ['torchao fp8: one scale per index of axis 0',
+     "scale = amax/max in fp32 (the ratio in the input's format), elements x / scale,
+     clamped, rounded rne, saturating"]
+    >>> recipe("modelopt", "nvfp4")
+    Traceback (most recent call last):
+      ...
+    ValueError: recipe('modelopt', 'nvfp4'): not yet a row of fpsim (rows: spec, te, torchao; \
+transcription: tools/quant_peers/modelopt-0.47.0.md)
+    """
+    if not isinstance(library, str) or library not in LIBRARIES:
+        raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
+    if not isinstance(name, str) or name not in NAMES:
+        raise ValueError(f"recipe({library!r}, ...): name={name!r}; accepted: "
+                         f"{', '.join(NAMES)}")
+    if library not in _BUILDERS:
+        notes = {"modelopt": "modelopt-0.47.0.md", "brevitas": "brevitas-0.13.4.md",
+                 "compressed-tensors": "compressed-tensors-0.20.1.md"}
+        raise ValueError(f"recipe({library!r}, {name!r}): not yet a row of fpsim (rows: "
+                         f"{', '.join(_BUILDERS)}; transcription: tools/quant_peers/"
+                         f"{notes[library]})")
+    bugs = options.get("bugs", True)
+    r = _BUILDERS[library](name, options)
+    if bugs is True:
+        return r
+    if bugs is False:
+        return dataclasses.replace(r, bugs=frozenset())
+    chosen = frozenset(bugs)
+    unknown = chosen - r.bugs
+    if unknown:
+        raise ValueError(f"recipe({library!r}, {name!r}): bugs {sorted(unknown)} are not this "
+                         f"row's; its bugs: {sorted(r.bugs) or 'none'}")
+    return dataclasses.replace(r, bugs=chosen)
+

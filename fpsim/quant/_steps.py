@@ -1,0 +1,99 @@
+"""Steps of libraries' recipes that fpsim's own (the specification rows)
+do not take, each chosen by a field of :class:`~fpsim.quant.Recipe`
+(``fpsim/quant/_recipes.py`` lists the fields and the rows that set them):
+the dequantization as a library computes it, and the element code a
+library's bit-level cast gives a NaN in a format without NaN."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import array
+from ..context import Context
+from ..formats import E8M0, FP32, Format
+from ..formats import format as _lookup
+from ._elements import IntFormat, decode
+
+__all__ = ["dequantize_steps", "steps_context", "nan_bits_codes", "output_format"]
+
+
+def steps_context(recipe: Any, ctx: Context | None = None) -> Context:
+    """The context a library's steps run under: ``ctx`` (default: round to
+    nearest even, no flush), with the recipe's NaN rules (``nan``: the CPU's,
+    e.g. ``"x86"``, whose invalid operations give the negative default
+    NaN) where it names them."""
+    base = ctx if ctx is not None else Context()
+    if getattr(recipe, "nan", None) is None:
+        return base
+    return base.copy(nan=recipe.nan)
+
+
+def output_format(q: Any, dtype: Any) -> Format:
+    """The format ``dequantize()`` writes: ``dtype`` when given, else the
+    recipe's ``output`` (``"input"``: the quantized tensor's format)."""
+    if dtype is not None:
+        return _lookup(dtype)
+    out = q.recipe.output
+    if out is None or out == "input":
+        return q.input_format if q.input_format is not None else FP32
+    return _lookup(out)
+
+
+def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
+    """``q.dequantize(dtype)`` of a library's recipe: each element times
+    (``dequant="multiply"``) or divided by (``"divide"``) its scale, the
+    result rounded to ``dequant_format`` (default: the output format), then
+    converted to the output format; NVFP4 with a tensor scale multiplies by
+    the block scale times the tensor scale, that product rounded in FP32
+    first.  Values of the output format's dtype."""
+    r = q.recipe
+    out = output_format(q, dtype)
+    work = out if r.dequant_format is None else _lookup(r.dequant_format)
+    ctx = steps_context(r)
+    elem = q.element_format
+    codes = np.asarray(q.data)
+    if not isinstance(elem, IntFormat) and codes.dtype.kind not in "iu":
+        codes = codes.view(array.code_dtype(elem))
+    values = decode(codes, elem)
+    scale_codes = np.asarray(q.scale)
+    if q.scale_format == E8M0:
+        k = scale_codes.view(np.uint8).astype(np.int64)
+        scale = np.where(k == 255, np.nan, np.ldexp(1.0, k - 127))
+    else:
+        scale = array.decode(scale_codes.view(array.code_dtype(q.scale_format)), q.scale_format)
+    if q.tensor_scale is not None and r.tensor_scale == "decode":
+        t = array.encode(np.asarray(q.tensor_scale, np.float64), FP32, ctx)
+        s32 = array.encode(scale, FP32, ctx)
+        scale = array.decode(array.mul(np.broadcast_to(t, s32.shape), s32, ctx, fmt=FP32), FP32)
+    wide = q._groups.expand(scale)
+    ev = array.encode(values, work, ctx)
+    sv = array.encode(np.ascontiguousarray(wide), work, ctx)
+    if r.dequant == "divide":
+        res = array.div(ev, sv, ctx, fmt=work)
+    else:
+        res = array.mul(ev, sv, ctx, fmt=work)
+    if work != out:
+        res = array.convert(res, work, out, ctx)
+    dt = array.value_dtype(out)
+    return res.view(dt) if dt is not None else res
+
+
+def nan_bits_codes(nan32: np.ndarray, elem: Format) -> np.ndarray:
+    """The code a bit-level FP32 -> FP6/FP4 cast (torchao's
+    ``_f32_to_floatx_unpacked``, ``prototype/custom_fp_utils.py`` 27-142)
+    gives a NaN: neither its saturation nor its subnormal branch takes a
+    NaN, so its normal branch reads the NaN's bits as a number: ``(|bits| +
+    ((bias - 127) << 23) + 2**(22 - m) - 1 + odd) >> (23 - m)``, kept to 8
+    bits, the sign ORed in (``0x7FC00000`` gives E2M1 ``0x3``, 1.5).
+    ``nan32``: the FP32 bit patterns (uint32) of the NaNs."""
+    b = np.asarray(nan32, np.uint32).astype(np.int64)
+    sign = (b >> 31) & 1
+    mag = b & 0x7FFFFFFF
+    m = elem.mantissa_bits
+    bias = elem.bias
+    odd = (mag >> (23 - m)) & 1
+    x = (mag + ((bias - 127) << 23) + ((1 << (22 - m)) - 1) + odd) >> (23 - m)
+    x = x & 0xFF
+    return (x | (sign << (elem.exponent_bits + m))).astype(np.uint64)

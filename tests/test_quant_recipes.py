@@ -1,0 +1,173 @@
+"""fpsim.quant.recipe: the rows' API (options, bugs, refusals), the
+specification rows equal to quantize()'s keywords (issue 46: "the spec rows
+are unchanged"), the library rows' documented quirks on hand-built inputs,
+and the log2 rounding they rest on against MPFR.  The rows against the
+libraries themselves: tests/test_quant_peers.py."""
+
+from __future__ import annotations
+
+import gmpy2
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fpsim import quant
+from fpsim.formats import BF16, FP16, FP32
+from fpsim.quant._log2 import ceil_log2_rounded, floor_log2_rounded
+
+
+def _codes(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a if a.dtype.kind == "u" else a.view(f"u{a.itemsize}")
+
+
+def _same(q1, q2) -> bool:
+    return (np.array_equal(_codes(q1.data), _codes(q2.data))
+            and np.array_equal(_codes(q1.scale), _codes(q2.scale)))
+
+
+@pytest.mark.parametrize("elem, rule", [("e4m3", r) for r in quant.SCALE_ROUNDINGS]
+                         + [("e2m1", "floor"), ("e3m2", "even")])
+def test_spec_mx_rows_are_quantizes_keywords(elem, rule):
+    name = {"e4m3": "mxfp8", "e2m1": "mxfp4", "e3m2": "mxfp6"}[elem]
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((6, 64)) * np.exp2(rng.integers(-20, 20, (6, 1)))).astype(np.float32)
+    x[0, :32] = 0
+    a = quant.quantize(x, quant.recipe("spec", name, element=elem, scale_rounding=rule))
+    b = quant.quantize(x, elem, "mx", scale_rounding=rule)
+    assert _same(a, b)
+    assert np.array_equal(a.dequantize(), b.dequantize())
+
+
+def test_spec_and_te_fp8_rows_are_quantizes_keywords():
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((5, 16)) * 3).astype(np.float32)
+    for scaling in ("tensor", "channel"):
+        a = quant.quantize(x, quant.recipe("spec", "fp8", scaling=scaling))
+        assert _same(a, quant.quantize(x, "e4m3", scaling))
+        a = quant.quantize(x, quant.recipe("te", "fp8", scaling=scaling, element="e5m2"))
+        assert _same(a, quant.quantize(x, "e5m2", scaling, scale_rule="max/amax"))
+    nv = quant.recipe("te", "nvfp4")
+    assert _same(quant.quantize(x, nv, axis=1), quant.quantize(x, "e2m1", "nvfp4", axis=1))
+
+
+def test_a_k_minus_127_block_is_halved_by_torchaos_divisor_floor_alone():
+    """torchao FLOOR (mx_tensor.py:359): the divisor is 2**-126 while code 0
+    (2**-127) is stored; bugs=False gives the specification's elements."""
+    x = np.zeros((1, 32), np.float32)
+    x[0, :3] = [2.0**-120, -2.0**-121, 3 * 2.0**-124]
+    q = quant.quantize(x, quant.recipe("torchao", "mxfp8"))
+    assert int(np.asarray(q.scale).view(np.uint8)[0, 0]) == 0
+    assert q.data.view(np.uint8)[0, :3].tolist() == [0x68, 0xE0, 0x54]       # 64, -32, 12
+    assert q.dequantize()[0, :3].tolist() == [2.0**-121, -2.0**-122, 1.5 * 2.0**-124]
+    fixed = quant.quantize(x, quant.recipe("torchao", "mxfp8", bugs=False))
+    spec = quant.quantize(x, "e4m3", "mx")
+    assert _same(fixed, spec)
+    assert fixed.dequantize()[0, :3].tolist() == [2.0**-120, -2.0**-121, 3 * 2.0**-124]
+
+
+def test_torchaos_rceil_log2_puts_the_scale_one_power_low():
+    """amax = 448 · 2**20 · (1 + 2**-23): RN32(log2(amax / 448)) is 20, so
+    torchao's CPU RCEIL takes 2**20 and the amax element saturates; the
+    exact rule (rceil_exact) takes 2**21."""
+    x = np.zeros((1, 32), np.float32)
+    x[0, 0] = np.float32(448 * 2.0**20 * (1 + 2.0**-23))
+    x[0, 1] = 448 * 2.0**17
+    q = quant.quantize(x, quant.recipe("torchao", "mxfp8", scale_rounding="rceil"))
+    assert int(np.asarray(q.scale).view(np.uint8)[0, 0]) == 127 + 20
+    assert q.data.view(np.uint8)[0, :2].tolist() == [0x7E, 0x66]     # 448 (clamped), 56
+    exact = quant.quantize(x, "e4m3", "mx", scale_rounding="rceil_exact")
+    assert int(np.asarray(exact.scale).view(np.uint8)[0, 0]) == 127 + 21
+
+
+def test_torchaos_nvfp4_reciprocal_breaks_a_tie():
+    """Block [11.25, 4.6875, 2.34375, 9.375]: S_b = 1.875, RN32(1 / 1.875) is
+    above 1/1.875, so the tie 4.6875 / 1.875 = 2.5 goes up to 3 (0x5), where
+    the division would give the even 2 (0x4)."""
+    x = np.zeros((1, 16), np.float32)
+    x[0, :4] = [11.25, 4.6875, 2.34375, 9.375]
+    q = quant.quantize(x, quant.recipe("torchao", "nvfp4"))
+    assert int(np.asarray(q.scale).view(np.uint8)[0, 0]) == 0x3F
+    assert q.data.view(np.uint8)[0, :4].tolist() == [0x7, 0x5, 0x3, 0x7]
+
+
+def test_torchaos_fp8_scale_is_rounded_in_the_inputs_format():
+    x = np.array([[3.140625, 0.5]], ml_dtypes.bfloat16)
+    q = quant.quantize(x, quant.recipe("torchao", "fp8"))
+    assert int(np.asarray(q.scale).view(np.uint32)) == 0x3BE60000      # RN_bf16(3.140625 / 448)
+    assert q.dequantize().dtype == ml_dtypes.bfloat16
+    assert int(q.dequantize()[0, 1].view(np.uint16)) == 0x3F01
+    q32 = quant.quantize(x.astype(np.float32), quant.recipe("torchao", "fp8"))
+    assert int(np.asarray(q32.scale).view(np.uint32)) == 0x3BE5B6DB
+    assert q32.dequantize(dtype="bf16").dtype == ml_dtypes.bfloat16
+
+
+def test_an_all_zero_tensor_is_nan_in_torchaos_fp8_and_one_in_tes():
+    x = np.zeros((2, 4), np.float32)
+    q = quant.quantize(x, quant.recipe("torchao", "fp8"))
+    assert (q.data.view(np.uint8) == 0xFF).all()           # 0 / 0: x86's negative NaN
+    q = quant.quantize(x, quant.recipe("te", "fp8"))
+    assert float(q.scale) == 1.0 and (q.data.view(np.uint8) == 0).all()
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"library": "jax", "name": "fp8"}, "library='jax'"),
+    ({"library": "torchao", "name": "int8"}, "name='int8'"),
+    ({"library": "torchao", "name": "mxfp8", "scale_rounding": "nearest"}, "scale_rounding"),
+    ({"library": "torchao", "name": "mxfp8", "element": "e2m1"}, "element"),
+    ({"library": "torchao", "name": "fp8", "per_tensor_scale": True}, "unknown option"),
+    ({"library": "torchao", "name": "fp8", "round_scales_to_power_of_2": True},
+     "impl='training'"),
+    ({"library": "torchao", "name": "mxfp8", "bugs": {"nan_element_bits"}}, "not this row's"),
+    ({"library": "modelopt", "name": "nvfp4"}, "not yet a row"),
+])
+def test_bad_recipes_are_refused(kw, match):
+    library, name = kw.pop("library"), kw.pop("name")
+    with pytest.raises(ValueError, match=match):
+        quant.recipe(library, name, **kw)
+
+
+def test_a_recipe_takes_no_step_keywords_and_dequantize_dtype_needs_one():
+    r = quant.recipe("torchao", "mxfp8")
+    x = np.ones((1, 32), np.float32)
+    with pytest.raises(ValueError, match="drop scale_rounding"):
+        quant.quantize(x, r, scale_rounding="ceil")
+    with pytest.raises(ValueError, match="dtype= applies"):
+        quant.quantize(x, "e4m3").dequantize(dtype="bf16")
+    assert sorted(quant.recipe("torchao", "mxfp4").bugs) == ["divisor_floor", "nan_element_bits"]
+    assert set(quant.BUGS) >= {b for lib in ("torchao",) for n in ("mxfp8", "mxfp4", "nvfp4")
+                               for b in quant.recipe(lib, n).bugs}
+
+
+def _rn_log2(v: float, fmt) -> float:
+    """log2(v) rounded to ``fmt``'s precision by MPFR (exponent range wide
+    enough for every value here)."""
+    ctx = gmpy2.context(precision=fmt.precision, round=gmpy2.RoundToNearest,
+                        emin=-10000, emax=10000)
+    with gmpy2.context(precision=200):
+        exact = gmpy2.log2(gmpy2.mpfr(v))
+    return float(ctx.plus(exact))
+
+
+@pytest.mark.parametrize("fmt", [FP32, BF16, FP16], ids=lambda f: f.name)
+def test_floor_and_ceil_of_the_rounded_log2_equal_mpfr(fmt):
+    """Near every power of two of the format (the values where the rounded
+    logarithm reaches the integer), and random values: floor and ceil of
+    RN_fmt(log2 v) against MPFR's rounding of log2 at 200 bits."""
+    p = fmt.precision
+    emin, emax = fmt.emin - (p - 1), fmt.emax
+    vals = []
+    for k in range(emin, emax + 1, 1 if fmt is not FP32 else 3):
+        for j in range(1, 40):
+            vals += [2.0**k * (1 + j * 2.0 ** -(p - 1)), 2.0**k * (1 - j * 2.0**-p)]
+    rng = np.random.default_rng(3)
+    vals += list(np.ldexp(1 + rng.random(500), rng.integers(emin, emax, 500)))
+    v = np.array(vals)
+    v = v[(v > 0) & (v < float(fmt.max))]
+    v = np.array([float(fmt.round(float(x)).value) for x in v]) if fmt is not FP32 \
+        else v.astype(np.float32).astype(np.float64)
+    fl, _ = floor_log2_rounded(v, fmt)
+    ce, _ = ceil_log2_rounded(v, fmt)
+    for x, f, c in zip(v, fl, ce):
+        r = _rn_log2(float(x), fmt)
+        assert (int(np.floor(r)), int(np.ceil(r))) == (f, c), (x, r, f, c)
