@@ -2,15 +2,17 @@
 (issue 46): every row, on every input family, element codes, scale codes,
 tensor scales and dequantized values bit for bit.
 
-The rows are run two ways:
+The libraries: torchao 0.18.0 and brevitas 0.13.4, each through its
+adapter in ``tools/quant_peers/`` (the library's own functions; the
+transcriptions beside them cite every line).  The rows are run two ways:
 
-* ``test_*_live`` call the library (``tox -e quantpeers``: torch 2.13.0 and
-  torchao 0.18.0 on the CPU, installed from the package index), on fresh
-  inputs of several seeds;
-* ``test_recorded`` replays ``tests/data/quant-peers/torchao-0.18.0.npz``
+* ``test_live`` calls the library (``tox -e quantpeers``: torch 2.13.0,
+  torchao and brevitas on the CPU, installed from the package index), on
+  fresh inputs of three seeds;
+* ``test_recorded`` replays ``tests/data/quant-peers/<library>.npz``
   (inputs and the library's outputs, recorded by ``python
   tests/test_quant_peers.py --record`` in that environment), in the default
-  run where the library is absent.
+  run where the libraries are absent.
 
 The input families (:func:`families`): normal values over a few binades,
 heavy-tailed (Student's t, 1.5 degrees), tiny (subnormal in the input's
@@ -21,7 +23,9 @@ max × 2**k × (1 + j·2**-23), where a scale's rounding or its log2 decides).
 Each in FP32, BF16 and FP16 where the library takes that input (torchao's
 MX and NVFP4 refuse FP16).  NaN inputs are the positive quiet NaN; a float
 output that is NaN matches any NaN (payloads of float outputs come from the
-library's kernels: tools/quant_peers/torchao-0.18.0.md §4).
+library's kernels: tools/quant_peers/torchao-0.18.0.md §4).  brevitas
+holds its scales and quantized values as floats (the adapter encodes the
+codes from them): there a NaN scale or element matches a NaN.
 """
 
 from __future__ import annotations
@@ -36,24 +40,28 @@ import pytest
 
 from fpsim import quant
 
-DATA = Path(__file__).parent / "data" / "quant-peers" / "torchao-0.18.0.npz"
+DATA = Path(__file__).parent / "data" / "quant-peers"
+FILES = {"torchao": "torchao-0.18.0.npz", "brevitas": "brevitas-0.13.4.npz"}
 DT = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 UINT = {"fp32": np.uint32, "bf16": np.uint16, "fp16": np.uint16}
 MAXES = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
 SHAPE = (8, 64)
 
 
-def _cases() -> list[tuple[str, str, dict, tuple[str, ...], int, float]]:
-    """(id, recipe name, options, input formats, block, element max)."""
+def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
+    """(library, id, recipe name, options, input formats, block, element max)."""
     out = []
     for name, elems in (("mxfp8", ("e4m3", "e5m2")), ("mxfp6", ("e2m3", "e3m2")),
                         ("mxfp4", ("e2m1",))):
         for el in elems:
             for sr in ("floor", "ceil", "even", "rceil"):
-                out.append((f"{name}-{el}-{sr}", name, {"element": el, "scale_rounding": sr},
-                            ("fp32", "bf16"), 32, MAXES[el]))
+                out.append(("torchao", f"{name}-{el}-{sr}", name,
+                            {"element": el, "scale_rounding": sr}, ("fp32", "bf16"), 32,
+                            MAXES[el]))
+            out.append(("brevitas", f"{name}-{el}", name, {"element": el},
+                        ("fp32", "bf16", "fp16"), 32, MAXES[el]))
     for pts in (False, True):
-        out.append((f"nvfp4-pts{int(pts)}", "nvfp4", {"per_tensor_scale": pts},
+        out.append(("torchao", f"nvfp4-pts{int(pts)}", "nvfp4", {"per_tensor_scale": pts},
                     ("fp32", "bf16"), 16, 6.0))
     for impl in ("inference", "training"):
         for sc in ("tensor", "row"):
@@ -62,8 +70,12 @@ def _cases() -> list[tuple[str, str, dict, tuple[str, ...], int, float]]:
                     opts = {"element": el, "scaling": sc, "impl": impl}
                     if p2:
                         opts["round_scales_to_power_of_2"] = True
-                    out.append((f"fp8-{impl}-{sc}-{el}{'-pow2' if p2 else ''}", "fp8", opts,
-                                ("fp32", "bf16", "fp16"), 32, MAXES[el]))
+                    out.append(("torchao", f"fp8-{impl}-{sc}-{el}{'-pow2' if p2 else ''}",
+                                "fp8", opts, ("fp32", "bf16", "fp16"), 32, MAXES[el]))
+    for sc in ("tensor", "channel"):
+        for el in ("e4m3", "e5m2"):
+            out.append(("brevitas", f"fp8-{sc}-{el}", "fp8", {"element": el, "scaling": sc},
+                        ("fp32", "bf16", "fp16"), 32, MAXES[el]))
     return out
 
 
@@ -76,25 +88,25 @@ def _in_format(x: np.ndarray, dtype: str) -> np.ndarray:
         return np.asarray(x, np.float32).astype(DT[dtype]).astype(np.float32)
 
 
-def families(rng: np.random.Generator, dtype: str, block: int, top: float
-             ) -> dict[str, np.ndarray]:
+def families(rng: np.random.Generator, dtype: str, block: int, top: float,
+             shape: tuple[int, int] = SHAPE) -> dict[str, np.ndarray]:
     """The input families (module docstring), float32 arrays exact in ``dtype``."""
-    M, N = SHAPE
-    out = {"normal": rng.standard_normal(SHAPE) * np.exp2(rng.integers(-4, 5, (M, 1))),
-           "heavy": rng.standard_t(1.5, SHAPE)}
+    M, N = shape
+    out = {"normal": rng.standard_normal(shape) * np.exp2(rng.integers(-4, 5, (M, 1))),
+           "heavy": rng.standard_t(1.5, shape)}
     lo = {"fp32": -135, "bf16": -128, "fp16": -22}[dtype]
-    out["tiny"] = rng.standard_normal(SHAPE) * np.exp2(rng.integers(lo, lo + 12, (M, 1)))
-    t = rng.integers(-64, 64, SHAPE) * 0.5 + 0.25 * rng.choice([-1, 1], SHAPE)
+    out["tiny"] = rng.standard_normal(shape) * np.exp2(rng.integers(lo, lo + 12, (M, 1)))
+    t = rng.integers(-64, 64, shape) * 0.5 + 0.25 * rng.choice([-1, 1], shape)
     out["ties"] = t * np.exp2(rng.integers(-3, 4, (M, 1)))
-    z = rng.standard_normal(SHAPE)
+    z = rng.standard_normal(shape)
     z[:, :block] = 0
     z[::2, block:2 * block] = -0.0
     out["zero"] = z
-    s = rng.standard_normal(SHAPE)
+    s = rng.standard_normal(shape)
     s[0, 1], s[1, N - 3], s[2, 3] = np.inf, -np.inf, np.nan
     s[3, 0], s[3, 5] = np.inf, np.nan
     out["special"] = s
-    p = rng.standard_normal(SHAPE) * 0.4
+    p = rng.standard_normal(shape) * 0.4
     e = rng.integers(-8, 9, (M, N // block))
     for i in range(M):
         for j in range(N // block):
@@ -105,7 +117,7 @@ def families(rng: np.random.Generator, dtype: str, block: int, top: float
             p[i, sl] = np.clip(p[i, sl], -a, a)
             p[i, j * block + (i + j) % block] = a if (i + j) % 2 else -a
     out["pow2"] = p
-    g = rng.standard_normal(SHAPE) * 0.3 * top
+    g = rng.standard_normal(shape) * 0.3 * top
     for i in range(M):
         for j in range(N // block):
             a = np.float32(top * 2.0 ** int(rng.integers(-20, 21))
@@ -117,28 +129,56 @@ def families(rng: np.random.Generator, dtype: str, block: int, top: float
     return {k: _in_format(v, dtype) for k, v in out.items()}
 
 
-def fpsim_outputs(name: str, opts: dict, x: np.ndarray, dtype: str) -> dict[str, np.ndarray]:
+def _axis(library: str, name: str, opts: dict) -> tuple[int, int]:
+    """(fpsim's axis, the adapter's axis) of a row: blocks along the last
+    axis; one scale per row (torchao's row, brevitas' channel) is fpsim's
+    channel axis 0, the adapter's reduction over the last axis (torchao)
+    or its channel axis 0 (brevitas)."""
+    if name != "fp8":
+        return -1, -1
+    if library == "torchao":
+        return 0, -1
+    return 0, 0
+
+
+def fpsim_outputs(library: str, name: str, opts: dict, x: np.ndarray, dtype: str
+                  ) -> dict[str, np.ndarray]:
     """fpsim's row on ``x`` (float32 values exact in ``dtype``): the arrays
-    the library's adapter returns."""
-    r = quant.recipe("torchao", name, **opts)
-    q = quant.quantize(x.astype(DT[dtype]), r, axis=-1 if name != "fp8" else 0)
+    the library's adapter returns (brevitas' float scales as FP32 bits)."""
+    r = quant.recipe(library, name, **opts)
+    q = quant.quantize(x.astype(DT[dtype]), r, axis=_axis(library, name, opts)[0])
     data = np.asarray(q.data)
     scale = np.asarray(q.scale)
+    if r.scale_format == "input":
+        scale = scale.astype(np.float32)
     out = {"data": data.view(f"u{data.itemsize}") if data.dtype.kind != "u" else data,
            "scale": scale.view(f"u{scale.itemsize}")}
     if q.tensor_scale is not None:
         out["tensor_scale"] = np.asarray(q.tensor_scale).view(np.uint32)
     dq = np.asarray(q.dequantize())
     out["dequant"] = dq.view(f"u{dq.itemsize}")
+    nan = np.isnan(np.asarray(q.data).astype(np.float64))
+    out["nan"] = nan if q.nan_elements is None else nan | q.nan_elements
     return out
 
 
-def differences(got: dict, want: dict, dequant_dtype: str) -> list[str]:
-    """Every array that differs, with the count and the first position."""
+def differences(got: dict, want: dict, dequant_dtype: str, floats: bool = False,
+                float_scale: bool = False) -> list[str]:
+    """Every array that differs, with the count and the first position.
+    ``floats``: the library holds scales and quantized values as floats
+    (brevitas): a NaN there matches a NaN, whatever its code;
+    ``float_scale``: the scale is an FP32 tensor (FP8 rows), whose NaN
+    matches a NaN (torch's FP16 -> FP32 conversion writes 0x7FFFFFFF for a
+    tensor shorter than its vector width, the payload otherwise)."""
     errs = []
+    if floats:
+        nm = np.asarray(want["nan_mask"]).reshape(got["nan"].shape)
+        if not np.array_equal(nm, got["nan"]):
+            errs.append(f"NaN elements: {int((nm != got['nan']).sum())} differ")
+        got = {**got, "data": np.where(nm, 0, got["data"])}
+        want = {**want, "data": np.where(nm, 0, want["data"]), "scale": want["scale_fp32"]}
     for key in ("data", "scale", "tensor_scale", "dequant"):
         if key not in want or want[key] is None:
-            assert key not in got or key == "tensor_scale" and got.get(key) is None, key
             continue
         g = np.asarray(got[key]).astype(np.uint64).reshape(-1)
         w = np.asarray(want[key]).astype(np.uint64).reshape(-1)
@@ -146,122 +186,129 @@ def differences(got: dict, want: dict, dequant_dtype: str) -> list[str]:
             errs.append(f"{key}: {g.size} values against {w.size}")
             continue
         bad = g != w
-        if key == "dequant":     # a NaN matches a NaN (payloads: the module's docstring)
-            dt = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
-            u = UINT[dequant_dtype]
-            gv = g.astype(u).view(dt[dequant_dtype]).astype(np.float64)
-            wv = w.astype(u).view(dt[dequant_dtype]).astype(np.float64)
+        fmt = dequant_dtype if key == "dequant" else \
+            "fp32" if (floats or float_scale) and key == "scale" else None
+        if fmt is not None:     # a NaN matches a NaN (payloads: the module's docstring)
+            u = UINT[fmt]
+            gv = g.astype(u).view(DT[fmt]).astype(np.float64)
+            wv = w.astype(u).view(DT[fmt]).astype(np.float64)
             bad &= ~(np.isnan(gv) & np.isnan(wv))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             errs.append(f"{key}: {int(bad.sum())} of {bad.size} differ; first at {i}: fpsim "
-                        f"{int(g[i]):#x}, torchao {int(w[i]):#x}")
+                        f"{int(g[i]):#x}, library {int(w[i]):#x}")
     return errs
 
 
 # -- the library, live (tox -e quantpeers) ---------------------------------------------
 
 
-def _adapter():
-    """torchao's own functions on a float32 array exact in a format
-    (tools/quant_peers/torchao_adapter.py, reading the library's outputs
-    as codes and bits)."""
+def _adapter(library: str):
+    """The library's own functions on a float32 array exact in a format
+    (``tools/quant_peers/<library>_adapter.py``)."""
     torch = pytest.importorskip("torch")
-    pytest.importorskip("torchao")
+    pytest.importorskip(library)
     sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "quant_peers"))
     try:
-        import torchao_adapter
+        module = __import__(f"{library}_adapter")
     finally:
         sys.path.pop(0)
     torch.set_num_threads(1)
-    return torchao_adapter.peer
+    return module.peer
 
 
-def _peer(peer, name, opts, x, dtype):
-    axis = -1 if name != "fp8" else 0
-    if name == "fp8":
-        axis = -1            # the adapter's rows run along the last axis: fpsim's channel 0
+def _peer(peer, library, name, opts, x, dtype):
     try:
-        return peer(name, x, dtype, axis=axis, **opts)
-    except NotImplementedError:
+        return peer(name, x, dtype, axis=_axis(library, name, opts)[1], **opts)
+    except NotImplementedError:      # the library refuses this input format
         return None
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_torchao_live(case):
-    peer = _adapter()
-    cid, name, opts, dtypes, block, top = case
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_live(case):
+    library, cid, name, opts, dtypes, block, top = case
+    peer = _adapter(library)
     for seed in range(3):
         for dtype in dtypes:
-            rng = np.random.default_rng(zlib.crc32(f"{cid}-{dtype}-{seed}".encode()))
+            rng = np.random.default_rng(zlib.crc32(f"{library}-{cid}-{dtype}-{seed}".encode()))
             for fam, x in families(rng, dtype, block, top).items():
-                want = _peer(peer, name, opts, x, dtype)
+                want = _peer(peer, library, name, opts, x, dtype)
                 if want is None:
                     continue
-                got = fpsim_outputs(name, opts, x, dtype)
-                errs = differences(got, want, want["dequant_dtype"])
-                assert not errs, f"{cid} {dtype} {fam} seed {seed}: " + "; ".join(errs)
+                got = fpsim_outputs(library, name, opts, x, dtype)
+                errs = differences(got, want, want["dequant_dtype"], library == "brevitas",
+                                   name == "fp8")
+                assert not errs, f"{library} {cid} {dtype} {fam} seed {seed}: " + "; ".join(errs)
 
 
 # -- the recording (default run) -------------------------------------------------------
 
 
-def _key(cid: str, dtype: str, fam: str, part: str) -> str:
-    return f"{cid}|{dtype}|{fam}|{part}"
+RECORDED_SHAPE = (4, 64)
 
 
-def record(path: Path = DATA) -> int:
-    """Run torchao on seed 0 of every case and family; write inputs and
-    outputs to ``path``.  Returns the number of runs recorded."""
-    peer = _adapter()
-    arrays = {}
+PARTS = ("x", "data", "scale", "tensor_scale", "dequant", "scale_fp32", "nan_mask")
+
+
+def record(library: str) -> int:
+    """Run the library on seed 0 of every case and family (4 x 64 inputs);
+    write inputs and outputs to ``DATA / FILES[library]``, one array per
+    case, input format and part, the families stacked on its first axis.
+    Returns the number of runs recorded."""
+    peer = _adapter(library)
+    arrays: dict[str, np.ndarray] = {}
     n = 0
-    for cid, name, opts, dtypes, block, top in CASES:
+    for lib, cid, name, opts, dtypes, block, top in CASES:
+        if lib != library:
+            continue
         for dtype in dtypes:
-            rng = np.random.default_rng(zlib.crc32(f"{cid}-{dtype}-0".encode()))
-            for fam, x in families(rng, dtype, block, top).items():
-                want = _peer(peer, name, opts, x, dtype)
+            rng = np.random.default_rng(zlib.crc32(f"{library}-{cid}-{dtype}-0".encode()))
+            runs: dict[str, list] = {}
+            for fam, x in families(rng, dtype, block, top, RECORDED_SHAPE).items():
+                want = _peer(peer, library, name, opts, x, dtype)
                 if want is None:
-                    continue
-                arrays[_key(cid, dtype, fam, "x")] = x.view(np.uint32)
-                for part in ("data", "scale", "tensor_scale", "dequant"):
+                    break
+                runs.setdefault("families", []).append(fam)
+                runs.setdefault("x", []).append(x.view(np.uint32))
+                for part in PARTS[1:]:
                     if want.get(part) is not None:
-                        arrays[_key(cid, dtype, fam, part)] = np.asarray(want[part])
-                arrays[_key(cid, dtype, fam, "dequant_dtype")] = np.array(want["dequant_dtype"])
+                        runs.setdefault(part, []).append(np.asarray(want[part]))
+                arrays[f"{cid}|{dtype}|dequant_dtype"] = np.array(want["dequant_dtype"])
                 n += 1
-    np.savez_compressed(path, **arrays)
+            for part, values in runs.items():
+                arrays[f"{cid}|{dtype}|{part}"] = np.stack(values)
+    np.savez_compressed(DATA / FILES[library], **arrays)
     return n
 
 
-def _recorded():
-    if not DATA.exists():
-        return []
-    z = np.load(DATA)
-    runs = sorted({k.rsplit("|", 1)[0] for k in z.files})
-    return runs
+RECORDED = {"torchao": 640, "brevitas": 216}
 
 
-def test_recorded():
-    """Every recorded run (seed 0 of every case, input format and family:
-    640 runs), replayed against fpsim's rows."""
-    z = np.load(DATA)
-    runs = _recorded()
-    cases = {c[0]: c for c in CASES}
-    assert {r.split("|")[0] for r in runs} == set(cases), "a case has no recorded run"
-    failed = []
-    for run in runs:
-        cid, dtype, fam = run.split("|")
-        _, name, opts, _dtypes, _block, _top = cases[cid]
-        x = z[run + "|x"].view(np.float32)
-        want = {p: z[f"{run}|{p}"] for p in ("data", "scale", "tensor_scale", "dequant")
-                if f"{run}|{p}" in z.files}
-        errs = differences(fpsim_outputs(name, opts, x, dtype), want,
-                           str(z[run + "|dequant_dtype"]))
-        if errs:
-            failed.append(f"{cid} {dtype} {fam}: " + "; ".join(errs))
-    assert len(runs) == 640 and not failed, "\n".join(failed[:10])
+@pytest.mark.parametrize("library", list(FILES))
+def test_recorded(library):
+    """Every recorded run of the library (seed 0 of every case, input
+    format and family), replayed against fpsim's rows."""
+    z = np.load(DATA / FILES[library])
+    cases = {c[1]: c for c in CASES if c[0] == library}
+    groups = sorted({k.rsplit("|", 1)[0] for k in z.files})
+    assert {g.split("|")[0] for g in groups} == set(cases), "a case has no recorded run"
+    failed, n = [], 0
+    for group in groups:
+        cid, dtype = group.split("|")
+        _, _, name, opts, _dtypes, _block, _top = cases[cid]
+        for i, fam in enumerate(z[group + "|families"]):
+            x = z[group + "|x"][i].view(np.float32)
+            want = {p: z[f"{group}|{p}"][i] for p in PARTS[1:] if f"{group}|{p}" in z.files}
+            errs = differences(fpsim_outputs(library, name, opts, x, dtype), want,
+                               str(z[group + "|dequant_dtype"]), library == "brevitas",
+                               name == "fp8")
+            n += 1
+            if errs:
+                failed.append(f"{cid} {dtype} {fam}: " + "; ".join(errs))
+    assert n == RECORDED[library] and not failed, "\n".join(failed[:10])
 
 
-if __name__ == "__main__":      # python tests/test_quant_peers.py --record
-    if sys.argv[1:] == ["--record"]:
-        print(f"recorded {record()} runs in {DATA}")
+if __name__ == "__main__":      # python tests/test_quant_peers.py --record torchao
+    if sys.argv[1:2] == ["--record"]:
+        for lib in sys.argv[2:] or list(FILES):
+            print(f"recorded {record(lib)} runs of {lib}")

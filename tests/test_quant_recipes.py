@@ -171,3 +171,30 @@ def test_floor_and_ceil_of_the_rounded_log2_equal_mpfr(fmt):
     for x, f, c in zip(v, fl, ce):
         r = _rn_log2(float(x), fmt)
         assert (int(np.floor(r)), int(np.ceil(r))) == (f, c), (x, r, f, c)
+
+
+def test_brevitas_rounds_log2_to_the_inputs_format():
+    """bf16 amax 255 (one BF16 ulp below 256): log2 255 = 7.994 rounds to 8
+    in BF16, so brevitas' MXFP8 scale is 2**(8 - 8) = 1 where OCP MX takes
+    2**-1 (brevitas 0.13.4, tools/quant_peers/brevitas-0.13.4.md Q1b); 253
+    (three ulps below) is the first one below the rounding."""
+    x = np.zeros((2, 32), ml_dtypes.bfloat16)
+    x[0, 0], x[1, 0] = 255, 253
+    q = quant.quantize(x, quant.recipe("brevitas", "mxfp8"))
+    assert np.asarray(q.scale).astype(float).ravel().tolist() == [1.0, 0.5]
+    spec = quant.quantize(x, quant.recipe("spec", "mxfp8"))
+    assert np.asarray(spec.scale).astype(float).ravel().tolist() == [0.5, 0.5]
+
+
+def test_brevitas_divides_in_the_inputs_format_and_fp16_zeros_are_nan():
+    """FP16: 1e-10 rounds to 0, so an all-zero tensor's scale is 0 and 0 / 0
+    is NaN (Q4c); its FP8 values are held as floats (NaN, no code)."""
+    q = quant.quantize(np.zeros((1, 4), np.float16), quant.recipe("brevitas", "fp8"))
+    assert float(q.scale) == 0.0 and np.isnan(q.dequantize()).all()
+    q = quant.quantize(np.float32([[1.3125, 448.0]]), quant.recipe("brevitas", "fp8"))
+    assert float(q.scale) == 1.0
+    # x / 1 is exact here; a scale that is not 1: the quotient is rounded to FP32 first
+    x = np.float32([[448.0, 0.0]])
+    x[0, 1] = np.float32(1.3125) * np.float32(447.0 / 448.0)
+    q = quant.quantize(x, quant.recipe("brevitas", "fp8"))
+    assert q.data.dtype == ml_dtypes.float8_e4m3fn

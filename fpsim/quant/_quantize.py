@@ -44,8 +44,8 @@ import numpy as np
 from .. import array
 from .._errstate import quiet
 from ..context import Context, check_saturate, getcontext
-from ..formats import FP32, Format
-from ..modes import Saturation
+from ..formats import E8M0, FP32, Format
+from ..modes import Flag, Saturation
 from ..ops.operands import Operand, declared
 from . import _checks
 from ._elements import ElementFormat, IntFormat, cast, decode, element_format
@@ -92,7 +92,7 @@ class Recipe:
     nan: str | None = None
     element_nan: str | None = None
     tensor_nan: Any = None
-    widen_nan: Any = None
+    inf_scaled: str = "saturate"
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"
@@ -135,8 +135,9 @@ class Recipe:
         out = "the input's format" if self.output in (None, "input") else self.output
         deq = f"; dequantized: {self.dequant} in " \
               f"{getattr(self.dequant_format, 'name', out)}, to {out}" if self.dequant else ""
+        sname = "the input's format" if self.scale_format == "input" else self.scale_format.name
         return (f"{self.library} {self.name}: {groups}; scale = {self.scale_rule} in "
-                f"{self.scale_format.name}{ratio}"
+                f"{sname}{ratio}"
                 f"{'' if self.eps is None else f', amax floored at eps={self.eps!r}'}, "
                 f"elements {elements}{', clamped' if self.clamp else ''}, rounded "
                 f"{self.rounding}, {_saturation_words(self.saturate)}{deq}{bugs}")
@@ -188,6 +189,7 @@ class Quantized:
     tensor_scale: np.ndarray | None = None
     tensor_amax: np.ndarray | None = None
     input_format: Any = None
+    nan_elements: np.ndarray | None = None
 
     def block_operand(self) -> BlockOperand:
         """The operand of a block-scaled matrix instruction
@@ -400,7 +402,8 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
     the format the ratio is computed in, the floor on amax, the zero
     group divided anyway, a power-of-two scale, division or multiplication
     by the scale, a clamp before the cast."""
-    sfmt, scale_rule, eps = recipe.scale_format, recipe.scale_rule, recipe.eps
+    scale_rule, eps = recipe.scale_rule, recipe.eps
+    sfmt = source.fmt if recipe.scale_format == "input" else recipe.scale_format
     rf = _ratio_format(recipe, source.fmt)
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
@@ -410,7 +413,21 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
     top = np.broadcast_to(array.encode(np.array(float(elem.max)), rf, ctx), amax.shape)
     one = np.broadcast_to(array.encode(np.array(1.0), rf, Context()), amax.shape)
     divide_zero = recipe.zero_scale == "divide"
-    if scale_rule == "amax/max":
+    if scale_rule == "pow2":
+        # 2**floor(RN(log2 amax)) / 2**emax, amax and the power floored at eps
+        # (brevitas' MX scale, every step in the ratio's format)
+        from ._log2 import floor_log2_rounded
+
+        amax = _floored(amax, floor, rf, ctx)
+        av = array.decode(amax, rf)
+        k, special = floor_log2_rounded(av, rf)
+        with np.errstate(over="ignore"):
+            power = np.where(special, np.where(av > 0, av, 0.0 * av),
+                             np.ldexp(1.0, np.clip(k, -1100, 1100)))
+        power = _floored(array.encode(power, rf, ctx), floor, rf, ctx)
+        t = np.broadcast_to(array.encode(np.array(2.0 ** _emax(elem)), rf, ctx), amax.shape)
+        scale = array.div(power, t, ctx, fmt=rf)
+    elif scale_rule == "amax/max":
         if recipe.eps_on == "amax":
             amax = _floored(amax, floor, rf, ctx)
             floor = None
@@ -424,9 +441,8 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=rf)
         scale = np.where(dead, one, scale).astype(scale.dtype)
     if rf != sfmt:
-        whole = groups.kind == "tensor"
-        scale = convert_steps(scale, rf, sfmt, ctx, recipe, whole)
-        amax = convert_steps(amax, rf, sfmt, ctx, recipe, whole)
+        scale = array.convert(scale, rf, sfmt, ctx)
+        amax = array.convert(amax, rf, sfmt, ctx)
     if recipe.scale_pow2 == "floor_log2":
         scale = power_of_two_below(scale, sfmt, ctx)
     how = recipe.apply or ("reciprocal" if scale_rule == "amax/max" else "multiply")
@@ -442,8 +458,24 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         scaled = array.mul(np.ascontiguousarray(wide), xs, ctx, fmt=sfmt)
     else:
         scaled = array.mul(xs, wide, ctx, fmt=sfmt)
+    if recipe.inf_scaled == "nan":
+        # the library's cast reads an infinite scaled value as inf / inf: NaN
+        sv = array.decode(scaled, sfmt)
+        if np.isinf(sv).any():
+            dn = array.encode(np.array(-np.nan), sfmt, Context())
+            scaled = np.where(np.isinf(sv), dn, scaled).astype(scaled.dtype)
     if recipe.clamp:
         scaled = clamp_codes(scaled, sfmt, float(elem.max))
+    nan_elements = None
+    if recipe.library != "spec" and not (isinstance(elem, Format) and elem.has_nan):
+        # a NaN the library holds as a float value: code 0 here, NaN when
+        # dequantized (Quantized.nan_elements)
+        sv = array.decode(scaled, sfmt)
+        if np.isnan(sv).any():
+            nan_elements = np.isnan(sv)
+            zero = array.encode(np.array(0.0), sfmt, Context())
+            scaled = np.where(nan_elements, zero, scaled).astype(scaled.dtype)
+            ctx.raise_flags(Flag.INVALID)
     data, saturated = checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx,
                                    recipe.rounding, recipe.saturate, rng,
                                    f"a scaled value is NaN (a NaN input, or 0 × inf from an "
@@ -457,24 +489,8 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         if nan.any():
             data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
-                     sfmt, recipe, saturated, groups, input_format=source.fmt)
-
-
-def convert_steps(codes: np.ndarray, src: Format, dst: Format, ctx: Context, recipe: Recipe,
-                  scalar: bool) -> np.ndarray:
-    """``array.convert`` with the library's own NaN conversion of a single
-    value (``scalar``; ``widen_nan``: the code every NaN of a format
-    becomes, by source format name: torch's scalar FP16 -> FP32 conversion
-    writes ``0x7FFFFFFF``, where its vectorized one, like the hardware's,
-    keeps the payload)."""
-    out = array.convert(codes, src, dst, ctx)
-    table = recipe.widen_nan
-    if not scalar or table is None or src.name not in table or dst.name != "fp32":
-        return out
-    nan = np.isnan(array.decode(codes, src))
-    if not nan.any():
-        return out
-    return np.where(nan, np.uint32(table[src.name]), out).astype(out.dtype)
+                     sfmt, recipe, saturated, groups, input_format=source.fmt,
+                     nan_elements=nan_elements)
 
 
 def tensor_nan_amax(recipe: Recipe, whole: bool, amax: np.ndarray, fmt: Format, to: Format,
@@ -496,10 +512,15 @@ def _ratio_format(recipe: Recipe, input_format: Format) -> Format:
     ``ratio_format`` (``"input"``: the input's format), or the scale format."""
     rf = recipe.ratio_format
     if rf is None:
-        return recipe.scale_format
+        rf = recipe.scale_format
     if rf == "input":
         return input_format
     return rf
+
+
+def _emax(elem: ElementFormat) -> int:
+    """The exponent of the element's largest binade, ``floor(log2 max)``."""
+    return math.frexp(float(elem.max))[1] - 1
 
 
 def clamp_codes(codes: np.ndarray, fmt: Format, top: float) -> np.ndarray:
@@ -543,6 +564,13 @@ def _run_recipe(x: Any, recipe: Recipe, ctx: Context | None, fmt: Any, axis: Any
     ctx = steps_context(recipe, ctx if ctx is not None else getcontext())
     source = Operand("quantize", x, fmt)
     elem = recipe.element
+    if recipe.scaling == "mx" and recipe.scale_format != E8M0:
+        # blocks along an axis with a scale of another format (brevitas' MX)
+        axis_, size = _axis_and_block(source.codes.shape, axis, recipe.block_size, "MX", 32)
+        groups = _Groups("mx", source.codes.shape, axis=axis_, size=size)
+        return ratio_quantize(source, elem, dataclasses.replace(recipe, axis=axis_,
+                                                                block_size=size),
+                              groups, ctx, rng)
     if recipe.scaling == "mx":
         from ._mx import quantize_mx
 

@@ -103,11 +103,6 @@ BUGS: dict[str, str] = {
 #: FP16's read back through the scale it leads to).
 _TORCH_MAX_NAN = {"fp32": 0xFFFFFFFF, "fp16": 0xFE00, "bf16": 0x7FC0}
 
-#: torch's conversion of one FP16 value (a 0-d tensor) to FP32 writes every
-#: NaN as 0x7FFFFFFF, sign dropped; its vectorized conversion keeps the payload
-#: (measured, torch 2.13.0 CPU).
-_TORCH_WIDEN_NAN = {"fp16": 0x7FFFFFFF}
-
 _MX_DEFAULT = {"mxfp8": "e4m3", "mxfp6": "e2m3", "mxfp4": "e2m1"}
 _MX_ELEMENTS = {"mxfp8": ("e4m3", "e5m2"), "mxfp6": ("e2m3", "e3m2"), "mxfp4": ("e2m1",)}
 
@@ -169,7 +164,7 @@ def _te(name: str, given: dict[str, Any]) -> Recipe:
 
 def _torchao(name: str, given: dict[str, Any]) -> Recipe:
     common = dict(library="torchao", name=name, nan="x86", output="input",
-                  element_nan="all_ones", widen_nan=_TORCH_WIDEN_NAN)
+                  element_nan="all_ones")
     if name in _MX_DEFAULT:
         o = _options("torchao", name, given, {
             "element": (_MX_DEFAULT[name],) + tuple(e for e in _MX_ELEMENTS[name]
@@ -224,14 +219,42 @@ def _torchao(name: str, given: dict[str, Any]) -> Recipe:
                   **{**common, "output": "input" if scaling == "tensor" else "fp32"})
 
 
-_BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao}
+_BREVITAS = "brevitas 0.13.4 (tools/quant_peers/brevitas-0.13.4.md)"
+
+
+def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
+    """brevitas' weight quantizers: every step in the input's format D."""
+    common = dict(library="brevitas", name=name, nan="x86", output="input",
+                  element_nan="all_ones", eps=1e-10, eps_on="amax", zero_scale="divide",
+                  apply="divide", dequant="multiply", inf_scaled="nan")
+    if name == "fp8":
+        o = _options("brevitas", name, given, {"element": ("e4m3", "e5m2"),
+                                               "scaling": ("tensor", "channel")})
+        return Recipe(o["scaling"], "input", "amax/max", element=_lookup(o["element"]),
+                      source=_BREVITAS + ": quant/float_base.py ScaledFloatWeightBase, "
+                             "core/scaling/runtime.py _StatsScaling (116-129), "
+                             "core/quant/float.py FloatQuant (66-101)", **common)
+    if name in _MX_DEFAULT:
+        o = _options("brevitas", name, given, {
+            "element": (_MX_DEFAULT[name],) + tuple(e for e in _MX_ELEMENTS[name]
+                                                   if e != _MX_DEFAULT[name]),
+            "block_size": (32,)})
+        return Recipe("mx", "input", "pow2", element=_lookup(o["element"]), block_size=32,
+                      source=_BREVITAS + ": quant/mx_quant_ocp.py MXMixin (57-70), "
+                             "core/restrict_val.py PowerOfTwoRestrictValue (187-210)", **common)
+    raise ValueError(f"recipe('brevitas', {name!r}): fpsim has brevitas' 'fp8', 'mxfp8', "
+                     "'mxfp6' and 'mxfp4'")
+
+
+_BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao, "brevitas": _brevitas}
 
 
 def recipe(library: str, name: str, **options: Any) -> Recipe:
     """The :class:`~fpsim.quant.Recipe` of ``library``'s ``name`` recipe
     (see the module's docstring for the fields, ``docs/quant_libraries.rst``
     for the libraries side by side).  ``library``: ``"spec"`` (fpsim's own
-    steps: OCP MX, Transformer Engine's NVFP4), ``"te"``, ``"torchao"``;
+    steps: OCP MX, Transformer Engine's NVFP4), ``"te"``, ``"torchao"``,
+    ``"brevitas"``;
     ``name``: ``"fp8"``, ``"mxfp8"``, ``"mxfp6"``, ``"mxfp4"``,
     ``"nvfp4"``; ``options`` as the library names them (``element=``,
     ``scaling=``, ``scale_rounding=``, ``per_tensor_scale=``, ...), and
@@ -246,8 +269,8 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     >>> recipe("modelopt", "nvfp4")
     Traceback (most recent call last):
       ...
-    ValueError: recipe('modelopt', 'nvfp4'): not yet a row of fpsim (rows: spec, te, torchao; \
-transcription: tools/quant_peers/modelopt-0.47.0.md)
+    ValueError: recipe('modelopt', 'nvfp4'): not yet a row of fpsim (rows: spec, te, torchao, \
+brevitas; transcription: tools/quant_peers/modelopt-0.47.0.md)
     """
     if not isinstance(library, str) or library not in LIBRARIES:
         raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
@@ -255,7 +278,7 @@ transcription: tools/quant_peers/modelopt-0.47.0.md)
         raise ValueError(f"recipe({library!r}, ...): name={name!r}; accepted: "
                          f"{', '.join(NAMES)}")
     if library not in _BUILDERS:
-        notes = {"modelopt": "modelopt-0.47.0.md", "brevitas": "brevitas-0.13.4.md",
+        notes = {"modelopt": "modelopt-0.47.0.md",
                  "compressed-tensors": "compressed-tensors-0.20.1.md"}
         raise ValueError(f"recipe({library!r}, {name!r}): not yet a row of fpsim (rows: "
                          f"{', '.join(_BUILDERS)}; transcription: tools/quant_peers/"

@@ -76,6 +76,9 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
         res = array.mul(ev, sv, ctx, fmt=work)
     if work != out:
         res = array.convert(res, work, out, ctx)
+    if q.nan_elements is not None and q.nan_elements.any():
+        res = np.where(q.nan_elements, array.encode(np.array(np.nan), out, ctx), res).astype(
+            res.dtype)
     dt = array.value_dtype(out)
     return res.view(dt) if dt is not None else res
 
