@@ -2,7 +2,7 @@
 (issue 46): every row, on every input family, element codes, scale codes,
 tensor scales and dequantized values bit for bit.
 
-The libraries: torchao 0.18.0 and brevitas 0.13.4, each through its
+The libraries: torchao 0.18.0, brevitas 0.13.4 and ModelOpt 0.47.0, each through its
 adapter in ``tools/quant_peers/`` (the library's own functions; the
 transcriptions beside them cite every line).  The rows are run two ways:
 
@@ -25,7 +25,10 @@ MX and NVFP4 refuse FP16).  NaN inputs are the positive quiet NaN; a float
 output that is NaN matches any NaN (payloads of float outputs come from the
 library's kernels: tools/quant_peers/torchao-0.18.0.md §4).  brevitas
 holds its scales and quantized values as floats (the adapter encodes the
-codes from them): there a NaN scale or element matches a NaN.
+codes from them): there a NaN scale or element matches a NaN.  ModelOpt
+stores codes, but the sign of a NaN torch's CPU kernels write depends on
+the kernel and the tensor's length (NAN_SIGN): there an FP8 NaN code
+matches a NaN code of either sign.
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ import pytest
 from fpsim import quant
 
 DATA = Path(__file__).parent / "data" / "quant-peers"
-FILES = {"torchao": "torchao-0.18.0.npz", "brevitas": "brevitas-0.13.4.npz"}
+FILES = {"torchao": "torchao-0.18.0.npz", "brevitas": "brevitas-0.13.4.npz",
+         "modelopt": "modelopt-0.47.0.npz"}
+#: The Python module each library installs (what the live tests import).
+MODULES = {"torchao": "torchao", "brevitas": "brevitas", "modelopt": "modelopt"}
 DT = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 UINT = {"fp32": np.uint32, "bf16": np.uint16, "fp16": np.uint16}
 MAXES = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
@@ -76,7 +82,24 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
         for el in ("e4m3", "e5m2"):
             out.append(("brevitas", f"fp8-{sc}-{el}", "fp8", {"element": el, "scaling": sc},
                         ("fp32", "bf16", "fp16"), 32, MAXES[el]))
+        out.append(("modelopt", f"fp8-{sc}", "fp8", {"scaling": sc}, ("fp32", "bf16", "fp16"),
+                    32, 448.0))
+    out += [("modelopt", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0),
+            ("modelopt", "mxfp8", "mxfp8", {}, ("fp32", "bf16", "fp16"), 32, 448.0),
+            ("modelopt", "mxfp4", "mxfp4", {}, ("fp32", "bf16", "fp16"), 32, 6.0)]
     return out
+
+
+#: The element and scale formats whose NaN codes match a NaN of either sign
+#: (differences(nan_sign=...)): ModelOpt's stored codes of NaNs torch wrote.
+NAN_SIGN = {("modelopt", "fp8"): ("e4m3", None), ("modelopt", "nvfp4"): (None, "e4m3"),
+            ("modelopt", "mxfp8"): ("e4m3", None)}
+
+
+def _compare(library: str, name: str, got: dict, want: dict, dequant_dtype: str) -> list[str]:
+    return differences(got, want, dequant_dtype, library == "brevitas",
+                       name == "fp8" or (library, name) == ("modelopt", "nvfp4"),
+                       NAN_SIGN.get((library, name)))
 
 
 CASES = _cases()
@@ -136,7 +159,7 @@ def _axis(library: str, name: str, opts: dict) -> tuple[int, int]:
     or its channel axis 0 (brevitas)."""
     if name != "fp8":
         return -1, -1
-    if library == "torchao":
+    if library in ("torchao", "modelopt"):
         return 0, -1
     return 0, 0
 
@@ -149,7 +172,7 @@ def fpsim_outputs(library: str, name: str, opts: dict, x: np.ndarray, dtype: str
     q = quant.quantize(x.astype(DT[dtype]), r, axis=_axis(library, name, opts)[0])
     data = np.asarray(q.data)
     scale = np.asarray(q.scale)
-    if r.scale_format == "input":
+    if library == "brevitas":          # its adapter gives the scale's FP32 bits
         scale = scale.astype(np.float32)
     out = {"data": data.view(f"u{data.itemsize}") if data.dtype.kind != "u" else data,
            "scale": scale.view(f"u{scale.itemsize}")}
@@ -162,14 +185,22 @@ def fpsim_outputs(library: str, name: str, opts: dict, x: np.ndarray, dtype: str
     return out
 
 
+_NAN_CODES = {"e4m3": lambda c: (c & 0x7F) == 0x7F, "e5m2": lambda c: (c & 0x7F) > 0x7C}
+
+
 def differences(got: dict, want: dict, dequant_dtype: str, floats: bool = False,
-                float_scale: bool = False) -> list[str]:
+                float_scale: bool = False, nan_sign: tuple[str | None, str | None] | None = None
+                ) -> list[str]:
     """Every array that differs, with the count and the first position.
     ``floats``: the library holds scales and quantized values as floats
     (brevitas): a NaN there matches a NaN, whatever its code;
     ``float_scale``: the scale is an FP32 tensor (FP8 rows), whose NaN
     matches a NaN (torch's FP16 -> FP32 conversion writes 0x7FFFFFFF for a
-    tensor shorter than its vector width, the payload otherwise)."""
+    tensor shorter than its vector width, the payload otherwise);
+    ``nan_sign``: the element and scale formats whose NaN codes match a NaN
+    code of either sign (ModelOpt: the sign torch's CPU kernels give a NaN
+    depends on the kernel and the tensor's length, e.g. 0xFFFF from its
+    vectorized FP32 -> BF16 conversion, 0x7FC0 from its scalar one)."""
     errs = []
     if floats:
         nm = np.asarray(want["nan_mask"]).reshape(got["nan"].shape)
@@ -186,8 +217,12 @@ def differences(got: dict, want: dict, dequant_dtype: str, floats: bool = False,
             errs.append(f"{key}: {g.size} values against {w.size}")
             continue
         bad = g != w
+        if nan_sign is not None and key in ("data", "scale"):
+            test = _NAN_CODES.get(nan_sign[0 if key == "data" else 1])
+            if test is not None:
+                bad &= ~(test(g) & test(w))
         fmt = dequant_dtype if key == "dequant" else \
-            "fp32" if (floats or float_scale) and key == "scale" else None
+            "fp32" if (floats or float_scale) and key in ("scale", "tensor_scale") else None
         if fmt is not None:     # a NaN matches a NaN (payloads: the module's docstring)
             u = UINT[fmt]
             gv = g.astype(u).view(DT[fmt]).astype(np.float64)
@@ -207,7 +242,7 @@ def _adapter(library: str):
     """The library's own functions on a float32 array exact in a format
     (``tools/quant_peers/<library>_adapter.py``)."""
     torch = pytest.importorskip("torch")
-    pytest.importorskip(library)
+    pytest.importorskip(MODULES[library])
     sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "quant_peers"))
     try:
         module = __import__(f"{library}_adapter")
@@ -218,6 +253,8 @@ def _adapter(library: str):
 
 
 def _peer(peer, library, name, opts, x, dtype):
+    if library == "modelopt" and name == "fp8":       # ModelOpt names it granularity
+        opts = {"granularity": opts["scaling"]}
     try:
         return peer(name, x, dtype, axis=_axis(library, name, opts)[1], **opts)
     except NotImplementedError:      # the library refuses this input format
@@ -236,8 +273,7 @@ def test_live(case):
                 if want is None:
                     continue
                 got = fpsim_outputs(library, name, opts, x, dtype)
-                errs = differences(got, want, want["dequant_dtype"], library == "brevitas",
-                                   name == "fp8")
+                errs = _compare(library, name, got, want, want["dequant_dtype"])
                 assert not errs, f"{library} {cid} {dtype} {fam} seed {seed}: " + "; ".join(errs)
 
 
@@ -281,7 +317,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 216}
+RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120}
 
 
 @pytest.mark.parametrize("library", list(FILES))
@@ -299,9 +335,8 @@ def test_recorded(library):
         for i, fam in enumerate(z[group + "|families"]):
             x = z[group + "|x"][i].view(np.float32)
             want = {p: z[f"{group}|{p}"][i] for p in PARTS[1:] if f"{group}|{p}" in z.files}
-            errs = differences(fpsim_outputs(library, name, opts, x, dtype), want,
-                               str(z[group + "|dequant_dtype"]), library == "brevitas",
-                               name == "fp8")
+            errs = _compare(library, name, fpsim_outputs(library, name, opts, x, dtype), want,
+                            str(z[group + "|dequant_dtype"]))
             n += 1
             if errs:
                 failed.append(f"{cid} {dtype} {fam}: " + "; ".join(errs))

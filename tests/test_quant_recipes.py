@@ -119,7 +119,8 @@ def test_an_all_zero_tensor_is_nan_in_torchaos_fp8_and_one_in_tes():
     ({"library": "torchao", "name": "fp8", "round_scales_to_power_of_2": True},
      "impl='training'"),
     ({"library": "torchao", "name": "mxfp8", "bugs": {"nan_element_bits"}}, "not this row's"),
-    ({"library": "modelopt", "name": "nvfp4"}, "not yet a row"),
+    ({"library": "compressed-tensors", "name": "nvfp4"}, "not yet a row"),
+    ({"library": "modelopt", "name": "mxfp6"}, "ModelOpt's"),
 ])
 def test_bad_recipes_are_refused(kw, match):
     library, name = kw.pop("library"), kw.pop("name")
@@ -198,3 +199,20 @@ def test_brevitas_divides_in_the_inputs_format_and_fp16_zeros_are_nan():
     x[0, 1] = np.float32(1.3125) * np.float32(447.0 / 448.0)
     q = quant.quantize(x, quant.recipe("brevitas", "fp8"))
     assert q.data.dtype == ml_dtypes.float8_e4m3fn
+
+
+def test_modelopts_mx_bugs_are_steps_that_bugs_false_removes():
+    """ModelOpt MXFP4 (mxfp4_tensor.py): a NaN block's exponent cast to uint8
+    is code 0 and every element -0 (0x8); its cast rounds the tie 0.75 down
+    (to 0.5) and stores +0 as -0.  Without the bugs: OCP's NaN scale and
+    round to nearest even."""
+    x = np.zeros((2, 32), np.float32)
+    x[0, :3] = [6.0, 0.75 * 1, 0.0]        # amax 6: scale 1, 0.75 a tie
+    x[1, :2] = [1.0, np.nan]
+    q = quant.quantize(x, quant.recipe("modelopt", "mxfp4"))
+    assert np.asarray(q.scale).view(np.uint8).ravel().tolist() == [127, 0]
+    assert q.data.view(np.uint8)[0, :3].tolist() == [0x7, 0x1, 0x8]
+    assert (q.data.view(np.uint8)[1] == 0x8).all()
+    fixed = quant.quantize(x, quant.recipe("modelopt", "mxfp4", bugs=False))
+    assert np.asarray(fixed.scale).view(np.uint8).ravel().tolist() == [127, 255]
+    assert fixed.data.view(np.uint8)[0, :3].tolist() == [0x7, 0x2, 0x0]

@@ -239,6 +239,20 @@ def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Ele
             k = np.where(inf, 128 - elem.emax, k)
     k = np.where(nan, 0, np.clip(k, -127, 127 if recipe.mx_inf == "max" else 128))
     codes = np.where(nan, 255, k + 127)
+    zeroed = np.zeros(amax.shape, bool)
+    if recipe.mx_nan_scale == "zero":
+        # ModelOpt MXFP8 (mxfp8_tensor.py 42-66): NaN > 0 is false, so a NaN
+        # block takes -127, code 0, and its elements are multiplied by 2**127
+        codes = np.where(nan, 0, codes)
+        k = np.where(nan, -127, k)
+        nan = np.zeros_like(nan)
+    elif recipe.mx_nan_scale == "block_zeroed":
+        # ModelOpt MXFP4 (mxfp4_tensor.py 74-80): a NaN or infinite exponent
+        # is cast to uint8 as code 0, and x / 2**e is NaN or 0 in the whole
+        # block, whose elements its cast writes as -0 (code 0x8)
+        zeroed = nan | inf
+        codes = np.where(zeroed, 0, codes)
+        nan = np.zeros_like(nan)
     scale_codes = codes.astype(np.uint8)
     if rule == "rceil_log2":
         # the reciprocal torchao forms (mx_tensor.py 186-203): 2**(127 - code),
@@ -267,6 +281,15 @@ def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Ele
         top = float(elem.max)
         with np.errstate(invalid="ignore"):
             scaled = np.where(np.abs(scaled) > top, np.copysign(top, scaled), scaled)
+    if recipe.element_cast is not None:
+        from ._steps import library_cast
+
+        scaled = np.where(groups.expand(zeroed), np.nan, scaled)
+        data = library_cast(scaled, elem, recipe.element_cast)
+        with np.errstate(invalid="ignore"):
+            saturated = np.abs(scaled) > float(elem.max)
+        return Quantized(_deliver(data, elem), _deliver(scale_codes, E8M0), amax, elem, E8M0,
+                         recipe, saturated, groups, input_format=source.fmt)
     has_nan = isinstance(elem, Format) and elem.has_nan
     bad = np.isnan(scaled)
     cast_in = np.where(bad, 0.0, scaled) if not has_nan else scaled

@@ -140,7 +140,8 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
     FP32 bits (fpsim/quant/_steps.py), the NaN the x86 rules carry (a NaN
     block's reciprocal: the E4M3 NaN widened to FP32, ``0x7FF00000``; ``-0
     × inf``: the default NaN ``0xFFC00000``)."""
-    if recipe.multiplier != "reciprocal" or recipe.tensor_scale not in (None, "decode"):
+    if recipe.multiplier not in ("reciprocal", "divide_product") or \
+            recipe.tensor_scale not in (None, "decode"):
         raise ValueError(f"NVFP4 recipe {recipe.library}/{recipe.name}: multiplier="
                          f"{recipe.multiplier!r}, tensor_scale={recipe.tensor_scale!r} is not a "
                          "combination fpsim computes")
@@ -158,7 +159,17 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
         top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
         t = array.div(tensor_nan_amax(recipe, True, amax_t, source.fmt, FP32, ctx), top, ctx,
                       **f32)
-        d = array.div(d, np.broadcast_to(t, d.shape), ctx, **f32)
+        if recipe.multiplier == "divide_product":
+            # ModelOpt (nvfp4_tensor.py 195-197): amax_b / RN32(6 t)
+            six_t = array.mul(np.broadcast_to(array.encode(np.array(6.0), FP32, ctx), t.shape),
+                              t, ctx, **f32)
+            d = array.div(amax_b32, np.broadcast_to(six_t, d.shape), ctx, **f32)
+        else:
+            d = array.div(d, np.broadcast_to(t, d.shape), ctx, **f32)
+    if recipe.block_scale_zero is not None:          # a zero block scale becomes a value
+        d = np.where(array.decode(d, FP32) == 0,
+                     array.encode(np.array(recipe.block_scale_zero), FP32, ctx), d
+                     ).astype(np.uint32)
     lo = recipe.block_scale_min
     dv = array.decode(d, FP32)
     with np.errstate(invalid="ignore"):
@@ -173,17 +184,39 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
         nan_b = (block_scale & np.uint8(0x7F)) == np.uint8(0x7F)
         s_b = np.where(nan_b, np.where(block_scale >= 0x80, np.uint32(0xFFF00000),
                                        np.uint32(0x7FF00000)), s_b).astype(np.uint32)
+    xs = array.convert(source.codes, source.fmt, FP32, ctx)
+    if recipe.multiplier == "divide_product":
+        # x / RN32(S_b · t) (ModelOpt, nvfp4_tensor.py 326-328)
+        prod = s_b if t is None else array.mul(s_b, np.broadcast_to(t, s_b.shape), ctx, **f32)
+        scaled = array.div(xs, np.ascontiguousarray(groups.expand(prod)), ctx, **f32)
+        return _nvfp4_result(source, recipe, groups, scaled, block_scale, amax_b32, amax_t, t,
+                             ctx, rng)
     first = one if t is None else array.div(one, t, ctx, **f32)
     rcp = array.div(np.broadcast_to(first, s_b.shape), s_b, ctx, **f32)
-    xs = array.convert(source.codes, source.fmt, FP32, ctx)
     # scale_first: where both are NaN, the product carries the reciprocal's
     # NaN (torch's CPU kernel), as the x86 rule does for its first operand
     wide = np.ascontiguousarray(groups.expand(rcp))
     scaled = array.mul(wide, xs, ctx, **f32) if recipe.scale_first else \
         array.mul(xs, wide, ctx, **f32)
+    return _nvfp4_result(source, recipe, groups, scaled, block_scale, amax_b32, amax_t, t, ctx,
+                         rng)
+
+
+def _nvfp4_result(source: Operand, recipe: Recipe, groups: _Groups, scaled: np.ndarray,
+                  block_scale: np.ndarray, amax_b32: np.ndarray, amax_t: np.ndarray,
+                  t: np.ndarray | None, ctx: Context, rng: Any) -> Quantized:
+    """The E2M1 cast of a library's scaled values (FP32 codes) and the result."""
     if recipe.clamp:
         scaled = clamp_codes(scaled, FP32, 6.0)
     sv = array.decode(scaled, FP32)
+    if recipe.element_cast is not None:
+        from ._steps import library_cast
+
+        data = library_cast(sv, E2M1, recipe.element_cast)
+        with np.errstate(invalid="ignore"):
+            saturated = np.abs(sv) > 6.0
+        return _nvfp4_quantized(source, recipe, groups, data, saturated, block_scale, amax_b32,
+                                amax_t, t, ctx)
     bad = np.isnan(sv)
     cast_in = np.where(bad, np.uint32(0), scaled).astype(np.uint32)
     data, saturated = checked_cast(cast_in, FP32, np.where(bad, 0.0, sv), E2M1, ctx,
@@ -194,6 +227,13 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
             from ._steps import nan_bits_codes
 
             data = np.where(bad, nan_bits_codes(scaled, E2M1).astype(data.dtype), data)
+    return _nvfp4_quantized(source, recipe, groups, data, saturated, block_scale, amax_b32,
+                            amax_t, t, ctx)
+
+
+def _nvfp4_quantized(source: Operand, recipe: Recipe, groups: _Groups, data: np.ndarray,
+                     saturated: np.ndarray, block_scale: np.ndarray, amax_b32: np.ndarray,
+                     amax_t: np.ndarray, t: np.ndarray | None, ctx: Context) -> Quantized:
     return Quantized(_deliver(data, E2M1), _deliver(block_scale, E4M3),
                      _deliver(amax_b32, FP32), E2M1, E4M3, recipe, saturated, groups,
                      tensor_scale=None if t is None else _deliver(t, FP32),

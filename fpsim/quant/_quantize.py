@@ -93,6 +93,10 @@ class Recipe:
     element_nan: str | None = None
     tensor_nan: Any = None
     inf_scaled: str = "saturate"
+    mx_nan_scale: str = "nan"
+    element_cast: str | None = None
+    block_scale_zero: float | None = None
+    dequant_zero: str = "signed"
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"

@@ -92,6 +92,13 @@ BUGS: dict[str, str] = {
     "rceil_code0_unscaled": "torchao 0.18.0 mx_tensor.py:186-203 (_to_mx_rceil): a block "
                             "whose code is 0 is multiplied by 1.0, not 2**127: every "
                             "element of a block with amax <= max * 2**-127 becomes +-0",
+    "nan_scale_lost": "ModelOpt 0.47.0 qtensor/mxfp8_tensor.py:42-66 (a NaN block: "
+                      "descale > 0 is false, so -127, code 0, its elements x 2**127 clamped "
+                      "to +-448) and mxfp4_tensor.py:74-80 (a NaN or infinite exponent cast "
+                      "to uint8 is code 0, every element of the block -0)",
+    "e2m1_ties_toward_zero": "ModelOpt 0.47.0 qtensor/mxfp4_tensor.py:46-53 (cast_fp4): the "
+                             "ties 0.75, 1.75 and 3.5 round down, and +0 is stored as -0 "
+                             "(the element cast is fpsim.quant._steps.CASTS['modelopt_mxfp4'])",
     "nan_element_bits": "torchao 0.18.0 prototype/custom_fp_utils.py:27-142 "
                         "(_f32_to_floatx_unpacked): a NaN reaches neither the saturation "
                         "nor the subnormal branch, and the normal branch turns its bits "
@@ -246,7 +253,51 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
                      "'mxfp6' and 'mxfp4'")
 
 
-_BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao, "brevitas": _brevitas}
+_MODELOPT = "ModelOpt 0.47.0 (tools/quant_peers/modelopt-0.47.0.md)"
+
+
+def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
+    """ModelOpt's real quantization (``modelopt/torch/quantization/qtensor``)."""
+    common = dict(library="modelopt", name=name, nan="x86", output="input",
+                  element_nan="all_ones", dequant="multiply")
+    if name == "fp8":
+        o = _options("modelopt", name, given, {"scaling": ("tensor", "channel")})
+        return Recipe(o["scaling"], "input", "amax/max", element=_lookup("e4m3"),
+                      zero_scale="divide", apply="divide", clamp=True,
+                      source=_MODELOPT + ": qtensor/fp8_tensor.py FP8QTensor.quantize "
+                             "(40-113), dequantize (115-151)", **common)
+    if name == "nvfp4":
+        _options("modelopt", name, given, {"block_size": (16,)})
+        return Recipe("nvfp4", FP32, element=E2M1, block_size=16, tensor_scale="decode",
+                      block_scale_min=2.0 ** -9, block_scale_zero=1.0,
+                      multiplier="divide_product", element_cast="modelopt_nvfp4",
+                      dequant_format=FP32, dequant_zero="positive",
+                      source=_MODELOPT + ": qtensor/nvfp4_tensor.py "
+                             "get_weights_scaling_factor_2 (205-208), "
+                             "get_weights_scaling_factor (169-203), _cast_fp4 (230-251), "
+                             "quantize (253-343), dequantize (345-408)", **common)
+    if name == "mxfp8":
+        _options("modelopt", name, given, {})
+        return Recipe("mx", E8M0, element=_lookup("e4m3"), block_size=32,
+                      scale_rounding="rceil_log2", mx_nan_scale="zero", clamp=True,
+                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost"}),
+                      source=_MODELOPT + ": qtensor/mxfp8_tensor.py _compute_e8m0_exponent "
+                             "(42-66), quantize_with_scale (143-190), dequantize (227-262)",
+                      **common)
+    if name == "mxfp4":
+        _options("modelopt", name, given, {"block_size": (32,)})
+        return Recipe("mx", E8M0, element=E2M1, block_size=32, scale_rounding="rceil_log2",
+                      mx_nan_scale="block_zeroed", element_cast="modelopt_mxfp4",
+                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost",
+                                                           "e2m1_ties_toward_zero"}),
+                      source=_MODELOPT + ": qtensor/mxfp4_tensor.py quantize (37-81), "
+                             "cast_fp4 (46-53), dequantize (83-144)", **common)
+    raise ValueError(f"recipe('modelopt', {name!r}): fpsim has ModelOpt's 'fp8', 'nvfp4', "
+                     "'mxfp8' and 'mxfp4'")
+
+
+_BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao, "brevitas": _brevitas,
+             "modelopt": _modelopt}
 
 
 def recipe(library: str, name: str, **options: Any) -> Recipe:
@@ -254,7 +305,7 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     (see the module's docstring for the fields, ``docs/quant_libraries.rst``
     for the libraries side by side).  ``library``: ``"spec"`` (fpsim's own
     steps: OCP MX, Transformer Engine's NVFP4), ``"te"``, ``"torchao"``,
-    ``"brevitas"``;
+    ``"brevitas"``, ``"modelopt"``;
     ``name``: ``"fp8"``, ``"mxfp8"``, ``"mxfp6"``, ``"mxfp4"``,
     ``"nvfp4"``; ``options`` as the library names them (``element=``,
     ``scaling=``, ``scale_rounding=``, ``per_tensor_scale=``, ...), and
@@ -266,11 +317,11 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     ['torchao fp8: one scale per index of axis 0',
      "scale = amax/max in fp32 (the ratio in the input's format), elements x / scale,
      clamped, rounded rne, saturating"]
-    >>> recipe("modelopt", "nvfp4")
+    >>> recipe("compressed-tensors", "nvfp4")
     Traceback (most recent call last):
       ...
-    ValueError: recipe('modelopt', 'nvfp4'): not yet a row of fpsim (rows: spec, te, torchao, \
-brevitas; transcription: tools/quant_peers/modelopt-0.47.0.md)
+    ValueError: recipe('compressed-tensors', 'nvfp4'): not yet a row of fpsim (rows: spec, te, \
+torchao, brevitas, modelopt; transcription: tools/quant_peers/compressed-tensors-0.20.1.md)
     """
     if not isinstance(library, str) or library not in LIBRARIES:
         raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
@@ -278,8 +329,7 @@ brevitas; transcription: tools/quant_peers/modelopt-0.47.0.md)
         raise ValueError(f"recipe({library!r}, ...): name={name!r}; accepted: "
                          f"{', '.join(NAMES)}")
     if library not in _BUILDERS:
-        notes = {"modelopt": "modelopt-0.47.0.md",
-                 "compressed-tensors": "compressed-tensors-0.20.1.md"}
+        notes = {"compressed-tensors": "compressed-tensors-0.20.1.md"}
         raise ValueError(f"recipe({library!r}, {name!r}): not yet a row of fpsim (rows: "
                          f"{', '.join(_BUILDERS)}; transcription: tools/quant_peers/"
                          f"{notes[library]})")
@@ -287,12 +337,21 @@ brevitas; transcription: tools/quant_peers/modelopt-0.47.0.md)
     r = _BUILDERS[library](name, options)
     if bugs is True:
         return r
-    if bugs is False:
-        return dataclasses.replace(r, bugs=frozenset())
-    chosen = frozenset(bugs)
+    chosen = frozenset() if bugs is False else frozenset(bugs)
     unknown = chosen - r.bugs
     if unknown:
         raise ValueError(f"recipe({library!r}, {name!r}): bugs {sorted(unknown)} are not this "
                          f"row's; its bugs: {sorted(r.bugs) or 'none'}")
-    return dataclasses.replace(r, bugs=chosen)
+    fixed: dict[str, Any] = {}
+    for bug in r.bugs - chosen:          # a bug that is a step: the step without it
+        fixed.update(_BUG_FIELDS.get(bug, {}))
+    return dataclasses.replace(r, bugs=chosen, **fixed)
+
+
+#: The fields of the steps a bug is (the rest are read as flags by the steps):
+#: what they are without it.
+_BUG_FIELDS: dict[str, dict[str, Any]] = {
+    "nan_scale_lost": {"mx_nan_scale": "nan"},
+    "e2m1_ties_toward_zero": {"element_cast": None},
+}
 

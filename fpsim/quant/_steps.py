@@ -16,7 +16,8 @@ from ..formats import E8M0, FP32, Format
 from ..formats import format as _lookup
 from ._elements import IntFormat, decode
 
-__all__ = ["dequantize_steps", "steps_context", "nan_bits_codes", "output_format"]
+__all__ = ["dequantize_steps", "steps_context", "nan_bits_codes", "output_format",
+           "library_cast", "CASTS"]
 
 
 def steps_context(recipe: Any, ctx: Context | None = None) -> Context:
@@ -57,6 +58,8 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
     if not isinstance(elem, IntFormat) and codes.dtype.kind not in "iu":
         codes = codes.view(array.code_dtype(elem))
     values = decode(codes, elem)
+    if r.dequant_zero == "positive":     # the library's value table holds +0 for -0
+        values = np.where(values == 0, 0.0, values)
     scale_codes = np.asarray(q.scale)
     if q.scale_format == E8M0:
         k = scale_codes.view(np.uint8).astype(np.int64)
@@ -100,3 +103,39 @@ def nan_bits_codes(nan32: np.ndarray, elem: Format) -> np.ndarray:
     x = (mag + ((bias - 127) << 23) + ((1 << (22 - m)) - 1) + odd) >> (23 - m)
     x = x & 0xFF
     return (x | (sign << (elem.exponent_bits + m))).astype(np.uint64)
+
+
+_E2M1_BOUNDS = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
+
+#: Element casts of libraries that are not IEEE rounding into the format
+#: (``Recipe.element_cast``), E2M1 only, each by its source:
+CASTS = {
+    "modelopt_nvfp4": "ModelOpt 0.47.0 qtensor/nvfp4_tensor.py _cast_fp4 (230-251): "
+                      "round to nearest even at every midpoint, saturating; a NaN is code 7 "
+                      "(6.0); an exact -0 is +0 (its sign is read as x < 0)",
+    "modelopt_mxfp4": "ModelOpt 0.47.0 qtensor/mxfp4_tensor.py cast_fp4 (46-53): every "
+                      "midpoint rounds toward zero (the count of bounds strictly below |x|); "
+                      "an exact zero of either sign and a NaN are code 0x8 (-0: torch.sign "
+                      "gives 0, read as negative)",
+}
+
+
+def library_cast(values: np.ndarray, elem: Format, kind: str) -> np.ndarray:
+    """E2M1 codes (uint8) of float64 ``values`` by the library cast
+    ``kind`` (:data:`CASTS`)."""
+    if elem.name != "e2m1" or kind not in CASTS:
+        raise ValueError(f"element_cast={kind!r} is an E2M1 cast of {sorted(CASTS)}; the "
+                         f"element is {elem.name}")
+    v = np.asarray(values, np.float64)
+    a = np.abs(v)
+    nan = np.isnan(v)
+    a_ = np.where(nan, 0.0, a)
+    if kind == "modelopt_nvfp4":
+        ordinal = np.searchsorted(_E2M1_BOUNDS, a_, side="left")       # first bound >= |x|
+        ordinal = ordinal + np.isin(a_, (0.75, 1.75, 3.5))
+        ordinal = np.where(nan, 7, ordinal)
+        sign = (v < 0) & ~nan
+    else:
+        ordinal = (a_[..., None] > _E2M1_BOUNDS).sum(axis=-1)
+        sign = ~(v > 0)                                               # 0, -0 and NaN: 0x8
+    return ((sign.astype(np.uint8) << 3) | ordinal.astype(np.uint8)).astype(np.uint8)
