@@ -2,7 +2,8 @@
 (issue 46): every row, on every input family, element codes, scale codes,
 tensor scales and dequantized values bit for bit.
 
-The libraries: torchao 0.18.0, brevitas 0.13.4 and ModelOpt 0.47.0, each through its
+The libraries: torchao 0.18.0, brevitas 0.13.4, ModelOpt 0.47.0 and
+compressed-tensors 0.20.1, each through its
 adapter in ``tools/quant_peers/`` (the library's own functions; the
 transcriptions beside them cite every line).  The rows are run two ways:
 
@@ -28,7 +29,8 @@ holds its scales and quantized values as floats (the adapter encodes the
 codes from them): there a NaN scale or element matches a NaN.  ModelOpt
 stores codes, but the sign of a NaN torch's CPU kernels write depends on
 the kernel and the tensor's length (NAN_SIGN): there an FP8 NaN code
-matches a NaN code of either sign.
+matches a NaN code of either sign (compressed-tensors too, and its E2M1
+code for a NaN, index 0, of either sign).
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from fpsim import quant
 
 DATA = Path(__file__).parent / "data" / "quant-peers"
 FILES = {"torchao": "torchao-0.18.0.npz", "brevitas": "brevitas-0.13.4.npz",
-         "modelopt": "modelopt-0.47.0.npz"}
+         "modelopt": "modelopt-0.47.0.npz",
+         "compressed-tensors": "compressed-tensors-0.20.1.npz"}
 #: The Python module each library installs (what the live tests import).
-MODULES = {"torchao": "torchao", "brevitas": "brevitas", "modelopt": "modelopt"}
+MODULES = {"torchao": "torchao", "brevitas": "brevitas", "modelopt": "modelopt",
+           "compressed-tensors": "compressed_tensors"}
 DT = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 UINT = {"fp32": np.uint32, "bf16": np.uint16, "fp16": np.uint16}
 MAXES = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
@@ -84,6 +88,10 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
                         ("fp32", "bf16", "fp16"), 32, MAXES[el]))
         out.append(("modelopt", f"fp8-{sc}", "fp8", {"scaling": sc}, ("fp32", "bf16", "fp16"),
                     32, 448.0))
+    for sc in ("tensor", "channel"):
+        out.append(("compressed-tensors", f"fp8-{sc}", "fp8", {"scaling": sc},
+                    ("fp32", "bf16", "fp16"), 32, 448.0))
+    out.append(("compressed-tensors", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0))
     out += [("modelopt", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0),
             ("modelopt", "mxfp8", "mxfp8", {}, ("fp32", "bf16", "fp16"), 32, 448.0),
             ("modelopt", "mxfp4", "mxfp4", {}, ("fp32", "bf16", "fp16"), 32, 6.0)]
@@ -93,7 +101,9 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
 #: The element and scale formats whose NaN codes match a NaN of either sign
 #: (differences(nan_sign=...)): ModelOpt's stored codes of NaNs torch wrote.
 NAN_SIGN = {("modelopt", "fp8"): ("e4m3", None), ("modelopt", "nvfp4"): (None, "e4m3"),
-            ("modelopt", "mxfp8"): ("e4m3", None)}
+            ("modelopt", "mxfp8"): ("e4m3", None),
+            ("compressed-tensors", "fp8"): ("e4m3", None),
+            ("compressed-tensors", "nvfp4"): ("e2m1_nan", "e4m3")}
 
 
 def _compare(library: str, name: str, got: dict, want: dict, dequant_dtype: str) -> list[str]:
@@ -161,7 +171,7 @@ def _axis(library: str, name: str, opts: dict) -> tuple[int, int]:
         return -1, -1
     if library in ("torchao", "modelopt"):
         return 0, -1
-    return 0, 0
+    return 0, 0          # brevitas, compressed-tensors: the channel axis
 
 
 def fpsim_outputs(library: str, name: str, opts: dict, x: np.ndarray, dtype: str
@@ -218,9 +228,14 @@ def differences(got: dict, want: dict, dequant_dtype: str, floats: bool = False,
             continue
         bad = g != w
         if nan_sign is not None and key in ("data", "scale"):
-            test = _NAN_CODES.get(nan_sign[0 if key == "data" else 1])
+            kind = nan_sign[0 if key == "data" else 1]
+            test = _NAN_CODES.get(kind)
             if test is not None:
                 bad &= ~(test(g) & test(w))
+            elif kind == "e2m1_nan" and got.get("nan") is not None:
+                # E2M1 codes written for NaNs: index 0 with the NaN's sign
+                nan = np.asarray(got["nan"]).reshape(-1)
+                bad &= ~(nan & ((g & 0x7) == 0) & ((w & 0x7) == 0))
         fmt = dequant_dtype if key == "dequant" else \
             "fp32" if (floats or float_scale) and key in ("scale", "tensor_scale") else None
         if fmt is not None:     # a NaN matches a NaN (payloads: the module's docstring)
@@ -245,7 +260,7 @@ def _adapter(library: str):
     pytest.importorskip(MODULES[library])
     sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "quant_peers"))
     try:
-        module = __import__(f"{library}_adapter")
+        module = __import__(f"{library.replace('-', '_')}_adapter")
     finally:
         sys.path.pop(0)
     torch.set_num_threads(1)
@@ -317,7 +332,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120}
+RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120, "compressed-tensors": 72}
 
 
 @pytest.mark.parametrize("library", list(FILES))

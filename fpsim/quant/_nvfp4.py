@@ -140,8 +140,8 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
     FP32 bits (fpsim/quant/_steps.py), the NaN the x86 rules carry (a NaN
     block's reciprocal: the E4M3 NaN widened to FP32, ``0x7FF00000``; ``-0
     × inf``: the default NaN ``0xFFC00000``)."""
-    if recipe.multiplier not in ("reciprocal", "divide_product") or \
-            recipe.tensor_scale not in (None, "decode"):
+    if recipe.multiplier not in ("reciprocal", "divide_product", "divide_quotient") or \
+            recipe.tensor_scale not in (None, "decode", "reciprocal_encode"):
         raise ValueError(f"NVFP4 recipe {recipe.library}/{recipe.name}: multiplier="
                          f"{recipe.multiplier!r}, tensor_scale={recipe.tensor_scale!r} is not a "
                          "combination fpsim computes")
@@ -155,7 +155,25 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
     d = array.div(amax_b32, six, ctx, **f32)
     one = array.encode(np.array(1.0), FP32, ctx)
     t = None
-    if recipe.tensor_scale == "decode":
+    if recipe.tensor_scale == "reciprocal_encode":
+        # compressed-tensors (generate_gparam, helpers.py 324-353), in the
+        # input's format D: gs = D(D(1 / max(T, tiny_D)) × 2688), NaN or
+        # infinite -> 1, then FP32; block scales E4M3(fp32(gs × D(amax_b / 6)))
+        D = source.fmt
+        tiny = array.encode(np.array(float(2.0 ** D.emin)), D, Context())
+        T = array.encode(amax_t, D, ctx)
+        T = _floored(T, tiny, D, ctx)
+        one_d = array.encode(np.array(1.0), D, Context())
+        r = array.div(one_d, T, ctx, fmt=D)
+        gs = array.mul(r, array.encode(np.array(E4M3_TIMES_E2M1_MAX), D, Context()), ctx, fmt=D)
+        gv = array.decode(gs, D)
+        gs32 = array.encode(np.where(np.isfinite(gv), gv, 1.0), FP32, ctx)
+        t = np.asarray(gs32)
+        six_d = np.broadcast_to(array.encode(np.array(6.0), D, Context()), amax_b.shape)
+        l_d = array.div(array.encode(amax_b, D, ctx), six_d, ctx, fmt=D)
+        d = array.mul(np.broadcast_to(gs32, amax_b.shape), array.convert(l_d, D, FP32, ctx), ctx,
+                      **f32)
+    elif recipe.tensor_scale == "decode":
         top = array.encode(np.array(E4M3_TIMES_E2M1_MAX), FP32, ctx)
         t = array.div(tensor_nan_amax(recipe, True, amax_t, source.fmt, FP32, ctx), top, ctx,
                       **f32)
@@ -166,7 +184,8 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
             d = array.div(amax_b32, np.broadcast_to(six_t, d.shape), ctx, **f32)
         else:
             d = array.div(d, np.broadcast_to(t, d.shape), ctx, **f32)
-    if recipe.block_scale_zero is not None:          # a zero block scale becomes a value
+    if recipe.block_scale_zero is not None and recipe.block_scale_zero_at == "before":
+        # a zero block scale becomes a value before its cast (ModelOpt)
         d = np.where(array.decode(d, FP32) == 0,
                      array.encode(np.array(recipe.block_scale_zero), FP32, ctx), d
                      ).astype(np.uint32)
@@ -178,6 +197,11 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
             clamped = np.where(clamped < lo, lo, clamped)
     block_scale = array.convert(array.encode(clamped, FP32, ctx), FP32, E4M3, ctx,
                                 rounding="rne", saturate=True)
+    if recipe.block_scale_zero is not None and recipe.block_scale_zero_at == "after":
+        # a zero E4M3 block scale becomes a value (compressed-tensors: 0.125)
+        zc = array.encode(np.array(recipe.block_scale_zero), E4M3, Context())
+        block_scale = np.where((block_scale & np.uint8(0x7F)) == 0, zc, block_scale
+                               ).astype(block_scale.dtype)
     s_b = array.convert(block_scale, E4M3, FP32, ctx)
     if recipe.element_nan == "all_ones":
         # torch widens an E4M3 NaN bit by bit: sign | 0x7FF00000
@@ -185,6 +209,12 @@ def _library_nvfp4(source: Operand, recipe: Recipe, groups: _Groups, ctx: Contex
         s_b = np.where(nan_b, np.where(block_scale >= 0x80, np.uint32(0xFFF00000),
                                        np.uint32(0x7FF00000)), s_b).astype(np.uint32)
     xs = array.convert(source.codes, source.fmt, FP32, ctx)
+    if recipe.multiplier == "divide_quotient":
+        # x / RN32(S_b / gs) (compressed-tensors, forward.py _quantize 533-536)
+        quo = array.div(s_b, np.broadcast_to(t, s_b.shape), ctx, **f32)
+        scaled = array.div(xs, np.ascontiguousarray(groups.expand(quo)), ctx, **f32)
+        return _nvfp4_result(source, recipe, groups, scaled, block_scale, amax_b32, amax_t, t,
+                             ctx, rng)
     if recipe.multiplier == "divide_product":
         # x / RN32(S_b · t) (ModelOpt, nvfp4_tensor.py 326-328)
         prod = s_b if t is None else array.mul(s_b, np.broadcast_to(t, s_b.shape), ctx, **f32)
@@ -215,8 +245,11 @@ def _nvfp4_result(source: Operand, recipe: Recipe, groups: _Groups, scaled: np.n
         data = library_cast(sv, E2M1, recipe.element_cast)
         with np.errstate(invalid="ignore"):
             saturated = np.abs(sv) > 6.0
-        return _nvfp4_quantized(source, recipe, groups, data, saturated, block_scale, amax_b32,
-                                amax_t, t, ctx)
+        q = _nvfp4_quantized(source, recipe, groups, data, saturated, block_scale, amax_b32,
+                             amax_t, t, ctx)
+        if np.isnan(sv).any():          # the NaNs the cast wrote as codes
+            q.nan_elements = np.isnan(sv)
+        return q
     bad = np.isnan(sv)
     cast_in = np.where(bad, np.uint32(0), scaled).astype(np.uint32)
     data, saturated = checked_cast(cast_in, FP32, np.where(bad, 0.0, sv), E2M1, ctx,

@@ -97,6 +97,8 @@ class Recipe:
     element_cast: str | None = None
     block_scale_zero: float | None = None
     dequant_zero: str = "signed"
+    add_zero: bool = False
+    block_scale_zero_at: str = "before"
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"
@@ -416,7 +418,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
     floor = None if eps is None else array.encode(np.array(float(eps)), rf, ctx)
     top = np.broadcast_to(array.encode(np.array(float(elem.max)), rf, ctx), amax.shape)
     one = np.broadcast_to(array.encode(np.array(1.0), rf, Context()), amax.shape)
-    divide_zero = recipe.zero_scale == "divide"
+    divide_zero = recipe.zero_scale != "one"
     if scale_rule == "pow2":
         # 2**floor(RN(log2 amax)) / 2**emax, amax and the power floored at eps
         # (brevitas' MX scale, every step in the ratio's format)
@@ -444,6 +446,11 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         dead = (array.decode(amax, rf) == 0) & ~divide_zero
         scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=rf)
         scale = np.where(dead, one, scale).astype(scale.dtype)
+    if recipe.zero_scale == "eps":
+        # a zero scale becomes the ratio format's machine epsilon (compressed-tensors)
+        eps_r = array.encode(np.array(2.0 ** (1 - rf.precision)), rf, Context())
+        zero_s = array.decode(scale, rf) == 0
+        scale = np.where(zero_s, eps_r, scale).astype(scale.dtype)
     if rf != sfmt:
         scale = array.convert(scale, rf, sfmt, ctx)
         amax = array.convert(amax, rf, sfmt, ctx)
@@ -462,6 +469,10 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         scaled = array.mul(np.ascontiguousarray(wide), xs, ctx, fmt=sfmt)
     else:
         scaled = array.mul(xs, wide, ctx, fmt=sfmt)
+    if recipe.add_zero:       # x / s + 0.0: a -0 quotient becomes +0 (a zero point)
+        sv = array.decode(scaled, sfmt)
+        pz = array.encode(np.array(0.0), sfmt, Context())
+        scaled = np.where((sv == 0), pz, scaled).astype(scaled.dtype)
     if recipe.inf_scaled == "nan":
         # the library's cast reads an infinite scaled value as inf / inf: NaN
         sv = array.decode(scaled, sfmt)

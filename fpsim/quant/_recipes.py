@@ -296,8 +296,38 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
                      "'mxfp8' and 'mxfp4'")
 
 
+_CT = "compressed-tensors 0.20.1 (tools/quant_peers/compressed-tensors-0.20.1.md)"
+
+
+def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
+    """compressed-tensors' weight quantization (static min-max scales, as
+    llmcompressor's memoryless observer computes them; the compressor's
+    codes; ``decompress``)."""
+    common = dict(library="compressed-tensors", name=name, nan="x86", element_nan="all_ones",
+                  dequant="multiply")
+    if name == "fp8":
+        o = _options("compressed-tensors", name, given, {"scaling": ("tensor", "channel")})
+        return Recipe(o["scaling"], "input", "amax/max", element=_lookup("e4m3"),
+                      zero_scale="eps", apply="divide", add_zero=True, clamp=True,
+                      output="input",
+                      source=_CT + ": quantization/utils/helpers.py calculate_qparams (52-128), "
+                             "quantization/lifecycle/forward.py _quantize (536-543), "
+                             "compressors/naive_quantized/base.py compress, decompress", **common)
+    if name == "nvfp4":
+        _options("compressed-tensors", name, given, {})
+        return Recipe("nvfp4", FP32, element=E2M1, block_size=16,
+                      tensor_scale="reciprocal_encode", block_scale_zero=0.125,
+                      block_scale_zero_at="after", multiplier="divide_quotient", clamp=True,
+                      element_cast="ct_fp4", dequant_format=FP32, output="bf16",
+                      source=_CT + ": quantization/utils/helpers.py generate_gparam (324-353), "
+                             "calculate_qparams (88-128), lifecycle/forward.py _quantize "
+                             "(533-536), compressors/nvfp4 (decompress: always BF16)", **common)
+    raise ValueError(f"recipe('compressed-tensors', {name!r}): fpsim has compressed-tensors' "
+                     "'fp8' and 'nvfp4'")
+
+
 _BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao, "brevitas": _brevitas,
-             "modelopt": _modelopt}
+             "modelopt": _modelopt, "compressed-tensors": _compressed_tensors}
 
 
 def recipe(library: str, name: str, **options: Any) -> Recipe:
@@ -305,7 +335,7 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     (see the module's docstring for the fields, ``docs/quant_libraries.rst``
     for the libraries side by side).  ``library``: ``"spec"`` (fpsim's own
     steps: OCP MX, Transformer Engine's NVFP4), ``"te"``, ``"torchao"``,
-    ``"brevitas"``, ``"modelopt"``;
+    ``"brevitas"``, ``"modelopt"``, ``"compressed-tensors"``;
     ``name``: ``"fp8"``, ``"mxfp8"``, ``"mxfp6"``, ``"mxfp4"``,
     ``"nvfp4"``; ``options`` as the library names them (``element=``,
     ``scaling=``, ``scale_rounding=``, ``per_tensor_scale=``, ...), and
@@ -317,22 +347,17 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     ['torchao fp8: one scale per index of axis 0',
      "scale = amax/max in fp32 (the ratio in the input's format), elements x / scale,
      clamped, rounded rne, saturating"]
-    >>> recipe("compressed-tensors", "nvfp4")
+    >>> recipe("compressed-tensors", "mxfp8")
     Traceback (most recent call last):
       ...
-    ValueError: recipe('compressed-tensors', 'nvfp4'): not yet a row of fpsim (rows: spec, te, \
-torchao, brevitas, modelopt; transcription: tools/quant_peers/compressed-tensors-0.20.1.md)
+    ValueError: recipe('compressed-tensors', 'mxfp8'): fpsim has compressed-tensors' 'fp8' and \
+'nvfp4'
     """
     if not isinstance(library, str) or library not in LIBRARIES:
         raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
     if not isinstance(name, str) or name not in NAMES:
         raise ValueError(f"recipe({library!r}, ...): name={name!r}; accepted: "
                          f"{', '.join(NAMES)}")
-    if library not in _BUILDERS:
-        notes = {"compressed-tensors": "compressed-tensors-0.20.1.md"}
-        raise ValueError(f"recipe({library!r}, {name!r}): not yet a row of fpsim (rows: "
-                         f"{', '.join(_BUILDERS)}; transcription: tools/quant_peers/"
-                         f"{notes[library]})")
     bugs = options.get("bugs", True)
     r = _BUILDERS[library](name, options)
     if bugs is True:

@@ -66,10 +66,14 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
         scale = np.where(k == 255, np.nan, np.ldexp(1.0, k - 127))
     else:
         scale = array.decode(scale_codes.view(array.code_dtype(q.scale_format)), q.scale_format)
-    if q.tensor_scale is not None and r.tensor_scale == "decode":
+    if q.tensor_scale is not None and r.tensor_scale in ("decode", "reciprocal_encode"):
         t = array.encode(np.asarray(q.tensor_scale, np.float64), FP32, ctx)
         s32 = array.encode(scale, FP32, ctx)
-        scale = array.decode(array.mul(np.broadcast_to(t, s32.shape), s32, ctx, fmt=FP32), FP32)
+        t = np.broadcast_to(t, s32.shape)
+        # decode: S_b × t; compressed-tensors' encode scale gs: S_b / gs, in FP32
+        both = array.mul(t, s32, ctx, fmt=FP32) if r.tensor_scale == "decode" else \
+            array.div(s32, t, ctx, fmt=FP32)
+        scale = array.decode(both, FP32)
     wide = q._groups.expand(scale)
     ev = array.encode(values, work, ctx)
     sv = array.encode(np.ascontiguousarray(wide), work, ctx)
@@ -113,6 +117,10 @@ CASTS = {
     "modelopt_nvfp4": "ModelOpt 0.47.0 qtensor/nvfp4_tensor.py _cast_fp4 (230-251): "
                       "round to nearest even at every midpoint, saturating; a NaN is code 7 "
                       "(6.0); an exact -0 is +0 (its sign is read as x < 0)",
+    "ct_fp4": "compressed-tensors 0.20.1 quantization/utils/fp4_utils.py cast_to_fp4 (77-97) "
+              "and compressors/nvfp4/helpers.py pack_fp4_to_uint8 (367-415): round to nearest "
+              "even, saturating; an exact -0 is +0 (|x| × sign(x)); a NaN is index 0 with "
+              "its sign",
     "modelopt_mxfp4": "ModelOpt 0.47.0 qtensor/mxfp4_tensor.py cast_fp4 (46-53): every "
                       "midpoint rounds toward zero (the count of bounds strictly below |x|); "
                       "an exact zero of either sign and a NaN are code 0x8 (-0: torch.sign "
@@ -130,7 +138,14 @@ def library_cast(values: np.ndarray, elem: Format, kind: str) -> np.ndarray:
     a = np.abs(v)
     nan = np.isnan(v)
     a_ = np.where(nan, 0.0, a)
-    if kind == "modelopt_nvfp4":
+    if kind == "ct_fp4":
+        ordinal = np.searchsorted(_E2M1_BOUNDS, a_, side="left")
+        ordinal = ordinal + np.isin(a_, (0.75, 1.75, 3.5))
+        ordinal = np.where(nan, 0, ordinal)
+        sign = (v < 0) | (nan & np.signbit(v))
+        # a value that rounds to zero keeps its sign (0 × -1 = -0); an exact -0 does not
+        sign = sign & ~((v == 0) & ~nan)
+    elif kind == "modelopt_nvfp4":
         ordinal = np.searchsorted(_E2M1_BOUNDS, a_, side="left")       # first bound >= |x|
         ordinal = ordinal + np.isin(a_, (0.75, 1.75, 3.5))
         ordinal = np.where(nan, 7, ordinal)
