@@ -92,6 +92,8 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
         out.append(("compressed-tensors", f"fp8-{sc}", "fp8", {"scaling": sc},
                     ("fp32", "bf16", "fp16"), 32, 448.0))
     out.append(("compressed-tensors", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0))
+    for name, top in (("mxfp8", 448.0), ("mxfp6", 7.5), ("mxfp4", 6.0)):
+        out.append(("compressed-tensors", name, name, {}, ("fp32", "bf16", "fp16"), 32, top))
     out += [("modelopt", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0),
             ("modelopt", "mxfp8", "mxfp8", {}, ("fp32", "bf16", "fp16"), 32, 448.0),
             ("modelopt", "mxfp4", "mxfp4", {}, ("fp32", "bf16", "fp16"), 32, 6.0)]
@@ -103,12 +105,42 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
 NAN_SIGN = {("modelopt", "fp8"): ("e4m3", None), ("modelopt", "nvfp4"): (None, "e4m3"),
             ("modelopt", "mxfp8"): ("e4m3", None),
             ("compressed-tensors", "fp8"): ("e4m3", None),
-            ("compressed-tensors", "nvfp4"): ("e2m1_nan", "e4m3")}
+            ("compressed-tensors", "nvfp4"): ("e2m1_nan", "e4m3"),
+            ("compressed-tensors", "mxfp8"): ("e4m3", None),
+            ("compressed-tensors", "mxfp6"): ("e2m3_nan", None),
+            ("compressed-tensors", "mxfp4"): ("e2m1_nan", None)}
 
 
-def _compare(library: str, name: str, got: dict, want: dict, dequant_dtype: str) -> list[str]:
+#: Rows whose blocks holding a NaN are not compared in FP32 inputs, and why:
+#: compressed-tensors rounds the amax's bits up a binade (mxfp_utils.py
+#: 120-125), so a NaN amax becomes inf or, for torch's all-ones NaN (which its
+#: FP32 min-max observer returns for some tensor lengths and not others), 0:
+#: the block's scale and elements follow the observer's kernel.
+NAN_BLOCKS_FREE = {("compressed-tensors", "mxfp8"), ("compressed-tensors", "mxfp6"),
+                   ("compressed-tensors", "mxfp4")}
+
+
+def _nan_blocks(x: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the elements and of the blocks (along the last axis) of x
+    whose block holds a NaN."""
+    M, N = x.shape
+    blocks = np.isnan(x).reshape(M, N // block, block).any(axis=-1)
+    return np.repeat(blocks, block, axis=-1), blocks
+
+
+def _compare(library: str, name: str, got: dict, want: dict, dequant_dtype: str,
+             x: np.ndarray | None = None, dtype: str = "", block: int = 32) -> list[str]:
+    if (library, name) in NAN_BLOCKS_FREE and dtype == "fp32" and x is not None \
+            and np.isnan(x).any():
+        elems, blocks = _nan_blocks(x, block)
+        got, want = dict(got), dict(want)
+        for key, mask in (("data", elems), ("dequant", elems), ("scale", blocks)):
+            got[key] = np.where(mask.reshape(np.shape(want[key])), 0,
+                                np.asarray(got[key]).reshape(np.shape(want[key])))
+            want[key] = np.where(mask.reshape(np.shape(want[key])), 0, want[key])
     return differences(got, want, dequant_dtype, library == "brevitas",
-                       name == "fp8" or (library, name) == ("modelopt", "nvfp4"),
+                       name == "fp8" or (library, name) in (("modelopt", "nvfp4"),
+                                                            ("compressed-tensors", "nvfp4")),
                        NAN_SIGN.get((library, name)))
 
 
@@ -232,10 +264,19 @@ def differences(got: dict, want: dict, dequant_dtype: str, floats: bool = False,
             test = _NAN_CODES.get(kind)
             if test is not None:
                 bad &= ~(test(g) & test(w))
-            elif kind == "e2m1_nan" and got.get("nan") is not None:
-                # E2M1 codes written for NaNs: index 0 with the NaN's sign
+            elif kind in ("e2m1_nan", "e2m3_nan") and got.get("nan") is not None:
+                # E2M1/E2M3 codes written for NaNs: index 0 with the NaN's sign
+                mag = 0x7 if kind == "e2m1_nan" else 0x1F
                 nan = np.asarray(got["nan"]).reshape(-1)
-                bad &= ~(nan & ((g & 0x7) == 0) & ((w & 0x7) == 0))
+                bad &= ~(nan & ((g & mag) == 0) & ((w & mag) == 0))
+        if key == "dequant" and nan_sign is not None and nan_sign[0] in ("e2m1_nan", "e2m3_nan") \
+                and got.get("nan") is not None:
+            # a NaN element's code, index 0 of either sign, dequantizes to a zero of that sign
+            nan = np.asarray(got["nan"]).reshape(-1)
+            u = UINT[dequant_dtype]
+            gz = (g.astype(u) & u(0x7FFF if u == np.uint16 else 0x7FFFFFFF)) == 0
+            wz = (w.astype(u) & u(0x7FFF if u == np.uint16 else 0x7FFFFFFF)) == 0
+            bad &= ~(nan & gz & wz)
         fmt = dequant_dtype if key == "dequant" else \
             "fp32" if (floats or float_scale) and key in ("scale", "tensor_scale") else None
         if fmt is not None:     # a NaN matches a NaN (payloads: the module's docstring)
@@ -288,7 +329,7 @@ def test_live(case):
                 if want is None:
                     continue
                 got = fpsim_outputs(library, name, opts, x, dtype)
-                errs = _compare(library, name, got, want, want["dequant_dtype"])
+                errs = _compare(library, name, got, want, want["dequant_dtype"], x, dtype, block)
                 assert not errs, f"{library} {cid} {dtype} {fam} seed {seed}: " + "; ".join(errs)
 
 
@@ -332,7 +373,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120, "compressed-tensors": 72}
+RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120, "compressed-tensors": 144}
 
 
 @pytest.mark.parametrize("library", list(FILES))
@@ -351,7 +392,7 @@ def test_recorded(library):
             x = z[group + "|x"][i].view(np.float32)
             want = {p: z[f"{group}|{p}"][i] for p in PARTS[1:] if f"{group}|{p}" in z.files}
             errs = _compare(library, name, fpsim_outputs(library, name, opts, x, dtype), want,
-                            str(z[group + "|dequant_dtype"]))
+                            str(z[group + "|dequant_dtype"]), x, dtype, cases[cid][5])
             n += 1
             if errs:
                 failed.append(f"{cid} {dtype} {fam}: " + "; ".join(errs))

@@ -99,6 +99,8 @@ class Recipe:
     dequant_zero: str = "signed"
     add_zero: bool = False
     block_scale_zero_at: str = "before"
+    even_bits: int | None = None
+    float_elements: bool = False
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"
@@ -419,7 +421,32 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
     top = np.broadcast_to(array.encode(np.array(float(elem.max)), rf, ctx), amax.shape)
     one = np.broadcast_to(array.encode(np.array(1.0), rf, Context()), amax.shape)
     divide_zero = recipe.zero_scale != "one"
-    if scale_rule == "pow2":
+    stored = None
+    if scale_rule == "ct_mx":
+        # compressed-tensors (mxfp_utils.py 73-152, helpers.py 107-128): amax in D
+        # rounded up a binade when its significand reaches 2 - 2**-(m + 1), the
+        # exponent minus emax biased and clamped to [0, 255]; s = D(2**(code -
+        # 127)), 0 -> 1; the stored code 127 + floor(log2 s) (inf: 0x7F on x86)
+        av = array.decode(amax, rf)
+        m = recipe.even_bits if recipe.even_bits is not None else elem.mantissa_bits
+        with np.errstate(all="ignore"):
+            fr, ex = np.frexp(np.where(np.isfinite(av) & (av > 0), av, 1.0))
+            e2 = ex.astype(np.int64) - 1
+            up = 2.0 * fr >= 2.0 - 2.0 ** -(m + 1)
+            p2 = np.ldexp(1.0, e2 + up)
+            sub = av < 2.0 ** rf.emin
+            p2 = np.where(sub, np.where(av >= 2.0 ** rf.emin * (1 - 2.0 ** -(m + 1)),
+                                        2.0 ** rf.emin, 0.0), p2)
+            p2 = np.where(np.isnan(av) | np.isinf(av) | (p2 > float(rf.max)), np.inf, p2)
+            lg = np.where(p2 > 0, np.floor(np.log2(np.where(p2 > 0, p2, 1.0))), -np.inf)
+            code = np.clip(127 + lg - _emax(elem), 0, 255)
+            sv = np.where(code == 255, np.inf, np.ldexp(1.0, code.astype(np.int64) - 127))
+        scale = array.encode(sv, rf, ctx)
+        dead_s = array.decode(scale, rf) == 0
+        scale = np.where(dead_s, array.encode(np.array(1.0), rf, Context()), scale
+                         ).astype(scale.dtype)
+        stored = np.where((code == 255) | dead_s, 127, code).astype(np.uint8)
+    elif scale_rule == "pow2":
         # 2**floor(RN(log2 amax)) / 2**emax, amax and the power floored at eps
         # (brevitas' MX scale, every step in the ratio's format)
         from ._log2 import floor_log2_rounded
@@ -482,13 +509,27 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
     if recipe.clamp:
         scaled = clamp_codes(scaled, sfmt, float(elem.max))
     nan_elements = None
+    if recipe.element_cast is not None:      # a library's own cast (fpsim/quant/_steps.py)
+        from ._steps import library_cast
+
+        sv = array.decode(scaled, sfmt)
+        data = library_cast(sv, elem, recipe.element_cast)
+        with np.errstate(invalid="ignore"):
+            saturated = np.abs(sv) > float(elem.max)
+        nan = np.isnan(sv)
+        return Quantized(_deliver(data, elem), _deliver(stored if stored is not None else scale,
+                                                        E8M0 if stored is not None else sfmt),
+                         _deliver(amax, sfmt), elem, E8M0 if stored is not None else sfmt,
+                         recipe, saturated, groups, input_format=source.fmt,
+                         nan_elements=nan if nan.any() else None)
     if recipe.library != "spec" and not (isinstance(elem, Format) and elem.has_nan):
         # a NaN the library holds as a float value: code 0 here, NaN when
         # dequantized (Quantized.nan_elements)
         sv = array.decode(scaled, sfmt)
         if np.isnan(sv).any():
+            # code 0 of the NaN's sign (compressed-tensors' casts: index 0 and the sign)
             nan_elements = np.isnan(sv)
-            zero = array.encode(np.array(0.0), sfmt, Context())
+            zero = array.encode(np.where(np.signbit(sv), -0.0, 0.0), sfmt, Context())
             scaled = np.where(nan_elements, zero, scaled).astype(scaled.dtype)
             ctx.raise_flags(Flag.INVALID)
     data, saturated = checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx,
@@ -503,6 +544,10 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         nan = np.isnan(sv)
         if nan.any():
             data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
+    if stored is not None:         # the library stores E8M0 codes
+        return Quantized(_deliver(data, elem), _deliver(stored, E8M0), _deliver(amax, sfmt),
+                         elem, E8M0, recipe, saturated, groups, input_format=source.fmt,
+                         nan_elements=nan_elements)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
                      sfmt, recipe, saturated, groups, input_format=source.fmt,
                      nan_elements=nan_elements)

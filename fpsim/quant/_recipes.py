@@ -92,6 +92,9 @@ BUGS: dict[str, str] = {
     "rceil_code0_unscaled": "torchao 0.18.0 mx_tensor.py:186-203 (_to_mx_rceil): a block "
                             "whose code is 0 is multiplied by 1.0, not 2**127: every "
                             "element of a block with amax <= max * 2**-127 becomes +-0",
+    "mx_even_fp4_width": "compressed-tensors 0.20.1 quantization/utils/mxfp_utils.py:147-149 "
+                         "(generate_mx_scales): the MXFP8 scale is rounded up a binade at "
+                         "amax / 2**e >= 1.75, E2M1's mantissa width, not E4M3's 1.9375",
     "nan_scale_lost": "ModelOpt 0.47.0 qtensor/mxfp8_tensor.py:42-66 (a NaN block: "
                       "descale > 0 is false, so -127, code 0, its elements x 2**127 clamped "
                       "to +-448) and mxfp4_tensor.py:74-80 (a NaN or infinite exponent cast "
@@ -233,7 +236,7 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
     """brevitas' weight quantizers: every step in the input's format D."""
     common = dict(library="brevitas", name=name, nan="x86", output="input",
                   element_nan="all_ones", eps=1e-10, eps_on="amax", zero_scale="divide",
-                  apply="divide", dequant="multiply", inf_scaled="nan")
+                  apply="divide", dequant="multiply", inf_scaled="nan", float_elements=True)
     if name == "fp8":
         o = _options("brevitas", name, given, {"element": ("e4m3", "e5m2"),
                                                "scaling": ("tensor", "channel")})
@@ -299,6 +302,7 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
 _CT = "compressed-tensors 0.20.1 (tools/quant_peers/compressed-tensors-0.20.1.md)"
 
 
+
 def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
     """compressed-tensors' weight quantization (static min-max scales, as
     llmcompressor's memoryless observer computes them; the compressor's
@@ -322,8 +326,21 @@ def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
                       source=_CT + ": quantization/utils/helpers.py generate_gparam (324-353), "
                              "calculate_qparams (88-128), lifecycle/forward.py _quantize "
                              "(533-536), compressors/nvfp4 (decompress: always BF16)", **common)
+    if name in _MX_DEFAULT:
+        _options("compressed-tensors", name, given, {"block_size": (32,)})
+        elem = _lookup(_MX_DEFAULT[name])
+        bugs = {"mx_even_fp4_width"} if name == "mxfp8" else set()
+        return Recipe("mx", "input", "ct_mx", element=elem, block_size=32, apply="divide",
+                      clamp=True, add_zero=name == "mxfp8", output="bf16",
+                      even_bits=1 if name != "mxfp6" else 3,
+                      element_cast="ct_fp4" if name == "mxfp4" else None,
+                      bugs=frozenset(bugs),
+                      source=_CT + ": quantization/utils/mxfp_utils.py generate_mx_scales "
+                             "(73-152), helpers.py calculate_qparams (107-128), "
+                             "compressors/mxfp4, mxfp6, mxfp8 (compress_mx_scale, "
+                             "decompress: BF16)", **common)
     raise ValueError(f"recipe('compressed-tensors', {name!r}): fpsim has compressed-tensors' "
-                     "'fp8' and 'nvfp4'")
+                     "'fp8', 'nvfp4', 'mxfp8', 'mxfp6' and 'mxfp4'")
 
 
 _BUILDERS = {"spec": _spec, "te": _te, "torchao": _torchao, "brevitas": _brevitas,
@@ -347,11 +364,11 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     ['torchao fp8: one scale per index of axis 0',
      "scale = amax/max in fp32 (the ratio in the input's format), elements x / scale,
      clamped, rounded rne, saturating"]
-    >>> recipe("compressed-tensors", "mxfp8")
+    >>> recipe("compressed-tensors", "fp8", element="e5m2")
     Traceback (most recent call last):
       ...
-    ValueError: recipe('compressed-tensors', 'mxfp8'): fpsim has compressed-tensors' 'fp8' and \
-'nvfp4'
+    ValueError: recipe('compressed-tensors', 'fp8'): unknown option(s) ['element']; accepted: \
+scaling, bugs
     """
     if not isinstance(library, str) or library not in LIBRARIES:
         raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
@@ -376,6 +393,7 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
 #: The fields of the steps a bug is (the rest are read as flags by the steps):
 #: what they are without it.
 _BUG_FIELDS: dict[str, dict[str, Any]] = {
+    "mx_even_fp4_width": {"even_bits": None},
     "nan_scale_lost": {"mx_nan_scale": "nan"},
     "e2m1_ties_toward_zero": {"element_cast": None},
 }

@@ -83,7 +83,8 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
         res = array.mul(ev, sv, ctx, fmt=work)
     if work != out:
         res = array.convert(res, work, out, ctx)
-    if q.nan_elements is not None and q.nan_elements.any():
+    if r.float_elements and q.nan_elements is not None and q.nan_elements.any():
+        # the library holds its quantized values as floats: a NaN stays NaN
         res = np.where(q.nan_elements, array.encode(np.array(np.nan), out, ctx), res).astype(
             res.dtype)
     dt = array.value_dtype(out)
