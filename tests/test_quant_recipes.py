@@ -216,3 +216,25 @@ def test_modelopts_mx_bugs_are_steps_that_bugs_false_removes():
     fixed = quant.quantize(x, quant.recipe("modelopt", "mxfp4", bugs=False))
     assert np.asarray(fixed.scale).view(np.uint8).ravel().tolist() == [127, 255]
     assert fixed.data.view(np.uint8)[0, :3].tolist() == [0x7, 0x2, 0x0]
+
+
+def test_recipe_report_names_what_each_bug_and_convention_changed():
+    """A k = -127 block (torchao's divisor_floor halves it) and a block whose
+    amax 3.5 makes ModelOpt's ceil(log2(amax / 6)) a power of two above OCP
+    MX's floor(log2 amax) - 2: the report marks exactly those elements."""
+    x = np.zeros((2, 32), np.float32)
+    x[0, :2] = [2.0**-126, -2.0**-127]
+    x[1, :3] = [3.5, 0.75, 0.25]
+    r = quant.recipe_report(x, quant.recipe("torchao", "mxfp4"))
+    assert np.argwhere(r.by_bug["divisor_floor"]).tolist() == [[0, 0], [0, 1]]
+    assert not r.by_bug["nan_element_bits"].any() and not r.convention.any()
+    m = quant.recipe_report(x, quant.recipe("modelopt", "mxfp4"))
+    # scale 1 (ceil(log2(3.5 / 6)) = 0): the ties 3.5 and 0.75 go down (3, 0.5) where
+    # round to nearest even takes 4 and 1; 0.25 goes to 0 either way; every zero is -0
+    ties = m.by_bug["e2m1_ties_toward_zero"]
+    assert ties[1, :3].tolist() == [True, True, False] and ties[1, 3:].all()
+    # OCP MX: scale 2**-1, so 3.5 saturates to 3, 0.75 and 0.25 are exact
+    assert m.convention[1, :3].tolist() == [True, True, True]
+    assert not m.convention[0].any() and not m.convention[1, 3:].any()
+    with pytest.raises(TypeError, match="Recipe"):
+        quant.recipe_report(x, "e4m3")

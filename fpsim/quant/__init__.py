@@ -11,6 +11,7 @@ MX's ``MXINT8``).
 ([0.004464285913854837, 0.01785714365541935], [[224.0, -448.0], [14.0, 448.0]])
 """
 
+from ._blame import RecipeReport, recipe_report
 from ._delayed import DelayedScaling
 from ._elements import (
     INT1,
@@ -32,7 +33,8 @@ from ._recipes import BUGS, LIBRARIES, recipe
 from ._report import QuantReport, error_report
 from ._table import scale_table
 
-__all__ = ["quantize", "recipe", "LIBRARIES", "BUGS", "Quantized", "BlockOperand", "Recipe",
+__all__ = ["quantize", "recipe", "recipe_report", "RecipeReport", "LIBRARIES", "BUGS",
+           "Quantized", "BlockOperand", "Recipe",
            "error_report", "QuantReport",
            "DelayedScaling", "LossScaler", "StepRecord", "scale_sweep", "ScaleSweep", "IntFormat",
            "INT8", "INT4", "INT2", "INT1", "MXINT8", "INT8_SYM", "INT4_SYM", "INT2_SYM",
