@@ -363,6 +363,8 @@ def test_no_recorded_gpu_output_holds_another_nan():
     data = Path(__file__).parent / "data"
     checked = 0
     for path in sorted(data.glob("**/*.npz")):
+        if "quant-peers" in path.parts:      # CPU libraries' quantizations, no GPU output
+            continue
         z = np.load(path)
         for key in z.files:
             if key != "d" and "_d" not in key:          # outputs only: d, *_d32*, *_d16

@@ -52,11 +52,10 @@ from ._quantize import (
     _floored,
     _Groups,
     checked_cast,
-    clamp_codes,
     mode_name,
     scale_and_cast,
-    tensor_nan_amax,
 )
+from ._ratio import clamp_codes, tensor_nan_amax
 
 E4M3_TIMES_E2M1_MAX = float(E4M3.max * E2M1.max)  # 2688
 

@@ -302,7 +302,6 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
 _CT = "compressed-tensors 0.20.1 (tools/quant_peers/compressed-tensors-0.20.1.md)"
 
 
-
 def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
     """compressed-tensors' weight quantization (static min-max scales, as
     llmcompressor's memoryless observer computes them; the compressor's
