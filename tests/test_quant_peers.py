@@ -54,7 +54,8 @@ MODULES = {"torchao": "torchao", "brevitas": "brevitas", "modelopt": "modelopt",
            "compressed-tensors": "compressed_tensors"}
 DT = {"fp32": np.float32, "bf16": ml_dtypes.bfloat16, "fp16": np.float16}
 UINT = {"fp32": np.uint32, "bf16": np.uint16, "fp16": np.uint16}
-MAXES = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0}
+MAXES = {"e4m3": 448.0, "e5m2": 57344.0, "e2m3": 7.5, "e3m2": 28.0, "e2m1": 6.0,
+         "e4m3fnuz": 240.0, "e5m2fnuz": 57344.0}
 SHAPE = (8, 64)
 
 
@@ -83,7 +84,7 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
                     out.append(("torchao", f"fp8-{impl}-{sc}-{el}{'-pow2' if p2 else ''}",
                                 "fp8", opts, ("fp32", "bf16", "fp16"), 32, MAXES[el]))
     for sc in ("tensor", "channel"):
-        for el in ("e4m3", "e5m2"):
+        for el in ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"):
             out.append(("brevitas", f"fp8-{sc}-{el}", "fp8", {"element": el, "scaling": sc},
                         ("fp32", "bf16", "fp16"), 32, MAXES[el]))
         out.append(("modelopt", f"fp8-{sc}", "fp8", {"scaling": sc}, ("fp32", "bf16", "fp16"),
@@ -91,6 +92,12 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
     for sc in ("tensor", "channel"):
         out.append(("compressed-tensors", f"fp8-{sc}", "fp8", {"scaling": sc},
                     ("fp32", "bf16", "fp16"), 32, 448.0))
+    out.append(("compressed-tensors", "fp8-group", "fp8", {"scaling": "group", "group_size": 32},
+                ("fp32", "bf16", "fp16"), 32, 448.0))
+    out.append(("compressed-tensors", "fp8-block", "fp8", {"scaling": "block", "block": (4, 32)},
+                ("fp32", "bf16", "fp16"), 32, 448.0))
+    out.append(("modelopt", "fp8-block", "fp8", {"scaling": "block", "block_size": 32},
+                ("fp32", "bf16", "fp16"), 32, 448.0))
     out.append(("compressed-tensors", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0))
     for name, top in (("mxfp8", 448.0), ("mxfp6", 7.5), ("mxfp4", 6.0)):
         out.append(("compressed-tensors", name, name, {}, ("fp32", "bf16", "fp16"), 32, top))
@@ -199,7 +206,7 @@ def _axis(library: str, name: str, opts: dict) -> tuple[int, int]:
     axis; one scale per row (torchao's row, brevitas' channel) is fpsim's
     channel axis 0, the adapter's reduction over the last axis (torchao)
     or its channel axis 0 (brevitas)."""
-    if name != "fp8":
+    if name != "fp8" or opts.get("scaling") in ("group", "block"):
         return -1, -1
     if library in ("torchao", "modelopt"):
         return 0, -1
@@ -310,7 +317,8 @@ def _adapter(library: str):
 
 def _peer(peer, library, name, opts, x, dtype):
     if library == "modelopt" and name == "fp8":       # ModelOpt names it granularity
-        opts = {"granularity": opts["scaling"]}
+        opts = {"granularity": opts["scaling"],
+                **({"block_size": opts["block_size"]} if "block_size" in opts else {})}
     try:
         return peer(name, x, dtype, axis=_axis(library, name, opts)[1], **opts)
     except NotImplementedError:      # the library refuses this input format
@@ -373,7 +381,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 216, "modelopt": 120, "compressed-tensors": 144}
+RECORDED = {"torchao": 640, "brevitas": 312, "modelopt": 144, "compressed-tensors": 192}
 
 
 @pytest.mark.parametrize("library", list(FILES))

@@ -238,3 +238,26 @@ def test_recipe_report_names_what_each_bug_and_convention_changed():
     assert not m.convention[0].any() and not m.convention[1, 3:].any()
     with pytest.raises(TypeError, match="Recipe"):
         quant.recipe_report(x, "e4m3")
+
+
+@pytest.mark.parametrize("library, kw, match", [
+    ("modelopt", {"scaling": "block"}, "block_size= goes with"),
+    ("modelopt", {"block_size": 32}, "block_size= goes with"),
+    ("compressed-tensors", {"scaling": "group"}, "group_size="),
+    ("compressed-tensors", {"scaling": "block"}, "block="),
+])
+def test_block_options_go_together(library, kw, match):
+    with pytest.raises(ValueError, match=match):
+        quant.recipe(library, "fp8", **kw)
+
+
+def test_brevitas_keeps_a_negative_zero_fnuz_cannot_hold():
+    """brevitas' E4M3FNUZ value of -1e-6 (scale 1/240 of amax 1) is -0.0, a
+    float the format has no code for (0x80 is its NaN): the code is 0x00 and
+    the dequantized value -0 (bug fnuz_negative_zero); without the bug, +0."""
+    x = np.float32([[1.0, -1e-6]])
+    q = quant.quantize(x, quant.recipe("brevitas", "fp8", element="e4m3fnuz"))
+    assert q.data.view(np.uint8).tolist() == [[0x7F, 0x00]]
+    assert np.signbit(q.dequantize()[0, 1])
+    fixed = quant.quantize(x, quant.recipe("brevitas", "fp8", element="e4m3fnuz", bugs=False))
+    assert not np.signbit(fixed.dequantize()[0, 1])

@@ -314,7 +314,9 @@ def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Ele
 def all_ones_nan(negative: np.ndarray, elem: Format) -> np.ndarray:
     """The NaN code of a cast that writes every NaN as its sign and an
     all-ones magnitude (torch's float -> float8 conversion: E5M2 0x7F, not
-    the quiet-bit 0x7E; E4M3 0x7F)."""
+    the quiet-bit 0x7E; E4M3 0x7F); a FNUZ format's one NaN, 0x80."""
+    if elem.specials == "fnuz":
+        return np.full(np.shape(negative), elem.sign_bit, np.uint64)
     return np.where(negative, elem.sign_bit | elem.magnitude_mask,
                     elem.magnitude_mask).astype(np.uint64)
 

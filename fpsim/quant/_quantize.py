@@ -198,6 +198,7 @@ class Quantized:
     tensor_amax: np.ndarray | None = None
     input_format: Any = None
     nan_elements: np.ndarray | None = None
+    negative_zeros: np.ndarray | None = None
 
     def block_operand(self) -> BlockOperand:
         """The operand of a block-scaled matrix instruction

@@ -161,13 +161,20 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         nan = np.isnan(sv)
         if nan.any():
             data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
+    negative_zeros = None
+    if "fnuz_negative_zero" in recipe.bugs and isinstance(elem, Format) \
+            and elem.specials == "fnuz":
+        # the library's float value is -0, which the format cannot hold
+        sv = array.decode(scaled, sfmt)
+        with np.errstate(invalid="ignore"):
+            negative_zeros = (array.decode(data, elem) == 0) & np.signbit(sv) & ~np.isnan(sv)
     if stored is not None:         # the library stores E8M0 codes
         return Quantized(_deliver(data, elem), _deliver(stored, E8M0), _deliver(amax, sfmt),
                          elem, E8M0, recipe, saturated, groups, input_format=source.fmt,
                          nan_elements=nan_elements)
     return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
                      sfmt, recipe, saturated, groups, input_format=source.fmt,
-                     nan_elements=nan_elements)
+                     nan_elements=nan_elements, negative_zeros=negative_zeros)
 
 
 def tensor_nan_amax(recipe: Recipe, whole: bool, amax: np.ndarray, fmt: Format, to: Format,

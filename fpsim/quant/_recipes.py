@@ -95,6 +95,10 @@ BUGS: dict[str, str] = {
     "mx_even_fp4_width": "compressed-tensors 0.20.1 quantization/utils/mxfp_utils.py:147-149 "
                          "(generate_mx_scales): the MXFP8 scale is rounded up a binade at "
                          "amax / 2**e >= 1.75, E2M1's mantissa width, not E4M3's 1.9375",
+    "fnuz_negative_zero": "brevitas 0.13.4 core/quant/float.py FloatQuant (81-101), Q10b of "
+                          "tools/quant_peers/brevitas-0.13.4.md: an element rounding to zero "
+                          "from below is -0.0 in its float value, which E4M3FNUZ and "
+                          "E5M2FNUZ cannot hold (their 0x80 is NaN): it dequantizes to -0",
     "nan_scale_lost": "ModelOpt 0.47.0 qtensor/mxfp8_tensor.py:42-66 (a NaN block: "
                       "descale > 0 is false, so -127, code 0, its elements x 2**127 clamped "
                       "to +-448) and mxfp4_tensor.py:74-80 (a NaN or infinite exponent cast "
@@ -238,9 +242,12 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
                   element_nan="all_ones", eps=1e-10, eps_on="amax", zero_scale="divide",
                   apply="divide", dequant="multiply", inf_scaled="nan", float_elements=True)
     if name == "fp8":
-        o = _options("brevitas", name, given, {"element": ("e4m3", "e5m2"),
+        o = _options("brevitas", name, given, {"element": ("e4m3", "e5m2", "e4m3fnuz",
+                                                           "e5m2fnuz"),
                                                "scaling": ("tensor", "channel")})
+        fnuz = o["element"].endswith("fnuz")
         return Recipe(o["scaling"], "input", "amax/max", element=_lookup(o["element"]),
+                      bugs=frozenset({"fnuz_negative_zero"}) if fnuz else frozenset(),
                       source=_BREVITAS + ": quant/float_base.py ScaledFloatWeightBase, "
                              "core/scaling/runtime.py _StatsScaling (116-129), "
                              "core/quant/float.py FloatQuant (66-101)", **common)
@@ -264,8 +271,14 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
     common = dict(library="modelopt", name=name, nan="x86", output="input",
                   element_nan="all_ones", dequant="multiply")
     if name == "fp8":
-        o = _options("modelopt", name, given, {"scaling": ("tensor", "channel")})
-        return Recipe(o["scaling"], "input", "amax/max", element=_lookup("e4m3"),
+        o = _options("modelopt", name, given, {"scaling": ("tensor", "channel", "block"),
+                                               "block_size": (None, 16, 32, 64, 128)})
+        if (o["scaling"] == "block") != (o["block_size"] is not None):
+            raise ValueError("recipe('modelopt', 'fp8'): block_size= goes with "
+                             "scaling='block' (1-D blocks along axis=)")
+        scaling = "mx" if o["scaling"] == "block" else o["scaling"]
+        return Recipe(scaling, "input", "amax/max", element=_lookup("e4m3"),
+                      block_size=o["block_size"],
                       zero_scale="divide", apply="divide", clamp=True,
                       source=_MODELOPT + ": qtensor/fp8_tensor.py FP8QTensor.quantize "
                              "(40-113), dequantize (115-151)", **common)
@@ -309,8 +322,22 @@ def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
     common = dict(library="compressed-tensors", name=name, nan="x86", element_nan="all_ones",
                   dequant="multiply")
     if name == "fp8":
-        o = _options("compressed-tensors", name, given, {"scaling": ("tensor", "channel")})
-        return Recipe(o["scaling"], "input", "amax/max", element=_lookup("e4m3"),
+        o = _options("compressed-tensors", name, given, {
+            "scaling": ("tensor", "channel", "group", "block"),
+            "group_size": (None, 32, 64, 128), "block": (None, (4, 32), (128, 128))})
+        scaling: Any = o["scaling"]
+        if scaling == "group":
+            if o["group_size"] is None:
+                raise ValueError("recipe('compressed-tensors', 'fp8'): scaling='group' needs "
+                                 "group_size= (consecutive elements along axis=)")
+            scaling = "mx"
+        elif scaling == "block":
+            if o["block"] is None:
+                raise ValueError("recipe('compressed-tensors', 'fp8'): scaling='block' needs "
+                                 "block=(rows, columns) (tiles of the last two axes)")
+            scaling = "block"
+        return Recipe(scaling, "input", "amax/max", element=_lookup("e4m3"),
+                      block_size=o["group_size"], block=o["block"],
                       zero_scale="eps", apply="divide", add_zero=True, clamp=True,
                       output="input",
                       source=_CT + ": quantization/utils/helpers.py calculate_qparams (52-128), "
@@ -367,7 +394,7 @@ def recipe(library: str, name: str, **options: Any) -> Recipe:
     Traceback (most recent call last):
       ...
     ValueError: recipe('compressed-tensors', 'fp8'): unknown option(s) ['element']; accepted: \
-scaling, bugs
+scaling, group_size, block, bugs
     """
     if not isinstance(library, str) or library not in LIBRARIES:
         raise ValueError(f"recipe(): library={library!r}; accepted: {', '.join(LIBRARIES)}")
