@@ -261,3 +261,15 @@ def test_brevitas_keeps_a_negative_zero_fnuz_cannot_hold():
     assert np.signbit(q.dequantize()[0, 1])
     fixed = quant.quantize(x, quant.recipe("brevitas", "fp8", element="e4m3fnuz", bugs=False))
     assert not np.signbit(fixed.dequantize()[0, 1])
+
+
+def test_inputs_a_library_refuses_are_refused():
+    """torchao's to_mx and nvfp4_quantize assert BF16 or FP32 inputs
+    (mx_tensor.py:225, nvfp4_tensor.py:798): so does its row."""
+    x = np.ones((1, 32), np.float16)
+    for name in ("mxfp8", "nvfp4"):
+        with pytest.raises(ValueError, match="takes bf16 or fp32 inputs.*got fp16"):
+            quant.quantize(x, quant.recipe("torchao", name))
+    assert quant.quantize(x, quant.recipe("torchao", "fp8")).data.shape == (1, 32)
+    r = quant.recipe_report(x.astype(np.float32), quant.recipe("spec", "mxfp8"))
+    assert not r.bugs.any() and not r.convention.any() and r.by_bug == {}

@@ -101,6 +101,7 @@ class Recipe:
     block_scale_zero_at: str = "before"
     even_bits: int | None = None
     float_elements: bool = False
+    inputs: tuple[str, ...] | None = None
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"
@@ -420,6 +421,10 @@ def _run_recipe(x: Any, recipe: Recipe, ctx: Context | None, fmt: Any, axis: Any
         raise TypeError(f"quantize(): ctx must be an fpsim.Context, got {type(ctx).__name__}")
     ctx = steps_context(recipe, ctx if ctx is not None else getcontext())
     source = Operand("quantize", x, fmt)
+    if recipe.inputs is not None and source.fmt.name not in recipe.inputs:
+        raise ValueError(f"quantize(): {recipe.library}'s {recipe.name} takes "
+                         f"{' or '.join(recipe.inputs)} inputs ({recipe.source.split(': ')[-1]});"
+                         f" got {source.fmt.name}")
     elem = recipe.element
     if recipe.scaling == "mx" and recipe.scale_format != E8M0:
         # blocks along an axis with a scale of another format (brevitas' MX)

@@ -189,7 +189,7 @@ def _torchao(name: str, given: dict[str, Any]) -> Recipe:
         bugs = {"rceil_code0_unscaled"} if rceil else {"divisor_floor"}
         if not elem.has_nan:
             bugs.add("nan_element_bits")
-        return Recipe("mx", E8M0, element=elem, block_size=32,
+        return Recipe("mx", E8M0, element=elem, block_size=32, inputs=("bf16", "fp32"),
                       scale_rounding="rceil_log2" if rceil else o["scale_rounding"],
                       mx_inf="max" if rceil else "exponent",
                       mx_nan_divisor="one" if rceil else "inf",
@@ -199,7 +199,7 @@ def _torchao(name: str, given: dict[str, Any]) -> Recipe:
                       **common)
     if name == "nvfp4":
         o = _options("torchao", name, given, {"per_tensor_scale": (False, True)})
-        return Recipe("nvfp4", FP32, element=E2M1, block_size=16,
+        return Recipe("nvfp4", FP32, element=E2M1, block_size=16, inputs=("bf16", "fp32"),
                       tensor_scale="decode" if o["per_tensor_scale"] else None,
                       block_scale_min=2.0 ** -6, multiplier="reciprocal", clamp=True,
                       dequant="multiply", dequant_format=FP32, scale_first=True,
