@@ -254,7 +254,7 @@ def test_block_options_go_together(library, kw, match):
 def test_brevitas_keeps_a_negative_zero_fnuz_cannot_hold():
     """brevitas' E4M3FNUZ value of -1e-6 (scale 1/240 of amax 1) is -0.0, a
     float the format has no code for (0x80 is its NaN): the code is 0x00 and
-    the dequantized value -0 (bug fnuz_negative_zero); without the bug, +0."""
+    the dequantized value -0 (bug negative_zero_held); without the bug, +0."""
     x = np.float32([[1.0, -1e-6]])
     q = quant.quantize(x, quant.recipe("brevitas", "fp8", element="e4m3fnuz"))
     assert q.data.view(np.uint8).tolist() == [[0x7F, 0x00]]
@@ -273,3 +273,16 @@ def test_inputs_a_library_refuses_are_refused():
     assert quant.quantize(x, quant.recipe("torchao", "fp8")).data.shape == (1, 32)
     r = quant.recipe_report(x.astype(np.float32), quant.recipe("spec", "mxfp8"))
     assert not r.bugs.any() and not r.convention.any() and r.by_bug == {}
+
+
+def test_brevitas_mxint8_saturates_the_largest_element():
+    """brevitas' MXINT8 scale over integer codes is 2**(floor(log2 amax) - 7)
+    (PowerOfTwoIntScaling: 128), so amax 1.0 is code 128, saturated to 127,
+    and -1.0 is -128 (Q2); OCP MX (bugs=False) gives 64 and -64."""
+    x = np.zeros((1, 32), np.float32)
+    x[0, :3] = [1.0, -1.0, 0.5]
+    q = quant.quantize(x, quant.recipe("brevitas", "mxint8"))
+    assert np.asarray(q.data)[0, :3].tolist() == [127, -128, 64]
+    ocp = quant.quantize(x, quant.recipe("brevitas", "mxint8", bugs=False))
+    assert np.asarray(ocp.data)[0, :3].tolist() == [64, -64, 32]
+    assert np.array_equal(np.asarray(ocp.data), np.asarray(quant.quantize(x, "mxint8", "mx").data))

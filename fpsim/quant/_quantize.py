@@ -102,6 +102,8 @@ class Recipe:
     even_bits: int | None = None
     float_elements: bool = False
     inputs: tuple[str, ...] | None = None
+    scale_emax: int | None = None
+    scale_unit: int = 0
     scale_first: bool = False
     mx_inf: str = "max"
     mx_nan_divisor: str = "one"

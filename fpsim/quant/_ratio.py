@@ -14,7 +14,8 @@ from ..context import Context
 from ..formats import E8M0, Format
 from ..modes import Flag
 from ..ops.operands import Operand
-from ._elements import ElementFormat
+from ._elements import ElementFormat, IntFormat
+from ._elements import decode as decode_values
 from ._quantize import Quantized, Recipe, _deliver, _floored, _Groups, checked_cast
 
 __all__ = ["ratio_quantize", "tensor_nan_amax", "clamp_codes", "power_of_two_below"]
@@ -75,8 +76,13 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
             power = np.where(special, np.where(av > 0, av, 0.0 * av),
                              np.ldexp(1.0, np.clip(k, -1100, 1100)))
         power = _floored(array.encode(power, rf, ctx), floor, rf, ctx)
-        t = np.broadcast_to(array.encode(np.array(2.0 ** _emax(elem)), rf, ctx), amax.shape)
+        emax = _emax(elem) if recipe.scale_emax is None else recipe.scale_emax
+        t = np.broadcast_to(array.encode(np.array(2.0 ** emax), rf, ctx), amax.shape)
         scale = array.div(power, t, ctx, fmt=rf)
+        if recipe.scale_unit:
+            # a scale over integer codes, in the element's units (MXINT8: × 2**6), exact
+            scale = array.encode(np.ldexp(array.decode(scale, rf), recipe.scale_unit), rf,
+                                 Context())
     elif scale_rule == "amax/max":
         if recipe.eps_on == "amax":
             amax = _floored(amax, floor, rf, ctx)
@@ -162,12 +168,15 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         if nan.any():
             data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
     negative_zeros = None
-    if "fnuz_negative_zero" in recipe.bugs and isinstance(elem, Format) \
-            and elem.specials == "fnuz":
-        # the library's float value is -0, which the format cannot hold
+    cannot = isinstance(elem, IntFormat) or (isinstance(elem, Format) and elem.specials == "fnuz")
+    if "negative_zero_held" in recipe.bugs and cannot:
+        # the library's float value is -0, which the format cannot hold: its
+        # float cast keeps any -0; its integer cast adds a zero point first,
+        # so only a negative value rounding to zero is -0
         sv = array.decode(scaled, sfmt)
         with np.errstate(invalid="ignore"):
-            negative_zeros = (array.decode(data, elem) == 0) & np.signbit(sv) & ~np.isnan(sv)
+            below = (sv < 0) if isinstance(elem, IntFormat) else np.signbit(sv) & ~np.isnan(sv)
+            negative_zeros = (decode_values(data, elem) == 0) & below
     if stored is not None:         # the library stores E8M0 codes
         return Quantized(_deliver(data, elem), _deliver(stored, E8M0), _deliver(amax, sfmt),
                          elem, E8M0, recipe, saturated, groups, input_format=source.fmt,

@@ -80,7 +80,7 @@ from ._quantize import Recipe
 __all__ = ["recipe", "LIBRARIES", "BUGS"]
 
 LIBRARIES = ("spec", "te", "torchao", "modelopt", "compressed-tensors", "brevitas")
-NAMES = ("fp8", "mxfp8", "mxfp6", "mxfp4", "nvfp4")
+NAMES = ("fp8", "mxfp8", "mxfp6", "mxfp4", "mxint8", "nvfp4")
 
 _TORCHAO = "torchao 0.18.0 (tools/quant_peers/torchao-0.18.0.md)"
 
@@ -95,10 +95,16 @@ BUGS: dict[str, str] = {
     "mx_even_fp4_width": "compressed-tensors 0.20.1 quantization/utils/mxfp_utils.py:147-149 "
                          "(generate_mx_scales): the MXFP8 scale is rounded up a binade at "
                          "amax / 2**e >= 1.75, E2M1's mantissa width, not E4M3's 1.9375",
-    "fnuz_negative_zero": "brevitas 0.13.4 core/quant/float.py FloatQuant (81-101), Q10b of "
+    "negative_zero_held": "brevitas 0.13.4 core/quant/float.py FloatQuant (81-101) and "
+                          "core/quant/int_base.py IntQuant (66-91), Q10b of "
                           "tools/quant_peers/brevitas-0.13.4.md: an element rounding to zero "
-                          "from below is -0.0 in its float value, which E4M3FNUZ and "
-                          "E5M2FNUZ cannot hold (their 0x80 is NaN): it dequantizes to -0",
+                          "from below is -0.0 in its float value, which E4M3FNUZ, E5M2FNUZ "
+                          "(their 0x80 is NaN) and MXINT8 cannot hold: it dequantizes to -0",
+    "mxint8_emax_one": "brevitas 0.13.4 core/scaling/int_scaling.py:43-58 "
+                       "(PowerOfTwoIntScaling: max_int + 1 = 128): the MXINT8 scale over "
+                       "integer codes is 2**(floor(log2 amax) - 7), one power of two below "
+                       "OCP MX's 2**(floor(log2 amax) - 6): the largest element of every "
+                       "block saturates",
     "nan_scale_lost": "ModelOpt 0.47.0 qtensor/mxfp8_tensor.py:42-66 (a NaN block: "
                       "descale > 0 is false, so -127, code 0, its elements x 2**127 clamped "
                       "to +-448) and mxfp4_tensor.py:74-80 (a NaN or infinite exponent cast "
@@ -247,7 +253,7 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
                                                "scaling": ("tensor", "channel")})
         fnuz = o["element"].endswith("fnuz")
         return Recipe(o["scaling"], "input", "amax/max", element=_lookup(o["element"]),
-                      bugs=frozenset({"fnuz_negative_zero"}) if fnuz else frozenset(),
+                      bugs=frozenset({"negative_zero_held"}) if fnuz else frozenset(),
                       source=_BREVITAS + ": quant/float_base.py ScaledFloatWeightBase, "
                              "core/scaling/runtime.py _StatsScaling (116-129), "
                              "core/quant/float.py FloatQuant (66-101)", **common)
@@ -259,8 +265,20 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
         return Recipe("mx", "input", "pow2", element=_lookup(o["element"]), block_size=32,
                       source=_BREVITAS + ": quant/mx_quant_ocp.py MXMixin (57-70), "
                              "core/restrict_val.py PowerOfTwoRestrictValue (187-210)", **common)
+    if name == "mxint8":
+        _options("brevitas", name, given, {"block_size": (32,)})
+        from ._elements import MXINT8
+
+        # the scale over integer codes: 2**floor(log2 amax) / 2**7 (max_int + 1 =
+        # 128), then in MXINT8's units (value = code × 2**-6) × 2**6
+        return Recipe("mx", "input", "pow2", element=MXINT8, block_size=32, scale_emax=7,
+                      scale_unit=6, bugs=frozenset({"mxint8_emax_one", "negative_zero_held"}),
+                      source=_BREVITAS + ": quant/mx_quant_ocp.py MXInt8Weight, "
+                             "core/scaling/int_scaling.py PowerOfTwoIntScaling (43-58), "
+                             "core/quant/int_base.py IntQuant (66-91)",
+                      **{**common, "inf_scaled": "saturate", "element_nan": None})
     raise ValueError(f"recipe('brevitas', {name!r}): fpsim has brevitas' 'fp8', 'mxfp8', "
-                     "'mxfp6' and 'mxfp4'")
+                     "'mxfp6', 'mxfp4' and 'mxint8'")
 
 
 _MODELOPT = "ModelOpt 0.47.0 (tools/quant_peers/modelopt-0.47.0.md)"
@@ -419,6 +437,7 @@ scaling, group_size, block, bugs
 #: The fields of the steps a bug is (the rest are read as flags by the steps):
 #: what they are without it.
 _BUG_FIELDS: dict[str, dict[str, Any]] = {
+    "mxint8_emax_one": {"scale_emax": 6},
     "mx_even_fp4_width": {"even_bits": None},
     "nan_scale_lost": {"mx_nan_scale": "nan"},
     "e2m1_ties_toward_zero": {"element_cast": None},

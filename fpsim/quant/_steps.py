@@ -58,7 +58,7 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
     if not isinstance(elem, IntFormat) and codes.dtype.kind not in "iu":
         codes = codes.view(array.code_dtype(elem))
     values = decode(codes, elem)
-    if q.negative_zeros is not None:       # -0 held as a float value (fnuz_negative_zero)
+    if q.negative_zeros is not None:       # -0 held as a float value (negative_zero_held)
         values = np.where(q.negative_zeros, -0.0, values)
     if r.dequant_zero == "positive":     # the library's value table holds +0 for -0
         values = np.where(values == 0, 0.0, values)
