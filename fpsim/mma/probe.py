@@ -244,16 +244,7 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
         raise ValueError(f"shape={shape!r}; accepted: {', '.join(map(repr, SHAPES))}")
     if size is not None:
         return _probe_at_size(fn, inputs, out, shape, size, seed, timeout)
-    if isinstance(inputs, (tuple, list)):
-        if shape != "gemm" or len(inputs) != 2:
-            raise ValueError(f"inputs={inputs!r}: a pair (a's, b's) is accepted with "
-                             "shape='gemm' only")
-        fin, fin_b = _format(inputs[0], "inputs"), _format(inputs[1], "inputs")
-    else:
-        fin = fin_b = _format(inputs, "inputs")
-    fout = _format(out, "out")
-    if not callable(fn):
-        raise TypeError(f"fn must be a callable (fn(a, b, c) -> d), got {type(fn).__name__}")
+    fin, fin_b, fout = _formats(fn, inputs, out, shape)
     if fin.width > 32 or fin.precision > 24:
         raise ValueError(f"inputs={fin.name}: the probes take inputs of at most 24 bits of "
                          "precision (fp16, bf16, tf32, e4m3, e5m2, e4m3fnuz, e5m2fnuz, ...)")
@@ -266,9 +257,7 @@ def probe(fn: Callable[..., Any], inputs: Any = "fp16", out: Any = "fp32", *,
     if fin_b.width > 32 or fin_b.precision > 24:
         raise ValueError(f"inputs={fin_b.name}: the probes take inputs of at most 24 bits of "
                          "precision")
-    if timeout is not None:
-        check_seconds(timeout, "timeout", " (or None: no limit)")
-        timeout = float(timeout)
+    timeout = _seconds(timeout)
     start = time.perf_counter()
     run = _Probe(fn, fin, fout, shape, seed, timeout)
     if shape == "gemm":
@@ -300,23 +289,13 @@ def _probe_at_size(fn: Callable[..., Any], inputs: Any, out: Any, shape: str, si
     if M * K * N > 1 << 28:
         raise ValueError(f"size={size!r}: M·K·N = {M * K * N} is above the 2**28 the probe "
                          "simulates (each candidate runs the whole product)")
-    if isinstance(inputs, (tuple, list)):
-        if len(inputs) != 2:
-            raise ValueError(f"inputs={inputs!r}: one format or a pair (a's, b's)")
-        fa, fb = _format(inputs[0], "inputs"), _format(inputs[1], "inputs")
-    else:
-        fa = fb = _format(inputs, "inputs")
-    fout = _format(out, "out")
+    fa, fb, fout = _formats(fn, inputs, out, shape)
     for fmt in (fa, fb):
         if fmt.width > 64 or fmt.precision > 53:
             raise ValueError(f"inputs={fmt.name}: formats up to FP64 (53 bits) are accepted")
     if fout.name not in ("fp64", "fp32", "fp16", "bf16"):
         raise ValueError(f"out={fout.name}; accepted with size=: fp64, fp32, fp16, bf16")
-    if not callable(fn):
-        raise TypeError(f"fn must be a callable (fn(A, B) -> D), got {type(fn).__name__}")
-    if timeout is not None:
-        check_seconds(timeout, "timeout", " (or None: no limit)")
-        timeout = float(timeout)
+    timeout = _seconds(timeout)
     start = time.perf_counter()
     caller = GemmCaller(fn, fa, fb, fout, takes_c(fn), timeout)
     r = probe_size(caller, fa, fb, fout, (M, K, N), seed)
@@ -327,6 +306,31 @@ def _probe_at_size(fn: Callable[..., Any], inputs: Any, out: Any, shape: str, si
         mismatches=r["mismatches"], matches=r["matches"], unobservable=[],
         calls=caller.calls, rows=caller.rows, seconds=time.perf_counter() - start,
         gemm=r["gemm"], equivalent=r["equivalent"], size=(M, K, N))
+
+
+def _formats(fn: Any, inputs: Any, out: Any, shape: str) -> tuple[Format, Format, Format]:
+    """``inputs`` (one format, or a pair (a's, b's) with ``shape="gemm"``)
+    and ``out`` as formats, and ``fn`` checked callable."""
+    if isinstance(inputs, (tuple, list)):
+        if shape != "gemm" or len(inputs) != 2:
+            raise ValueError(f"inputs={inputs!r}: a pair (a's, b's) is accepted with "
+                             "shape='gemm' only")
+        fa, fb = _format(inputs[0], "inputs"), _format(inputs[1], "inputs")
+    else:
+        fa = fb = _format(inputs, "inputs")
+    fout = _format(out, "out")
+    if not callable(fn):
+        call = "fn(a, b, c) -> d" if shape == "rows" else "fn(A, B, C) -> D"
+        raise TypeError(f"fn must be a callable ({call}), got {type(fn).__name__}")
+    return fa, fb, fout
+
+
+def _seconds(timeout: Any) -> float | None:
+    """``timeout=``, checked: None or a positive finite number of seconds."""
+    if timeout is None:
+        return None
+    check_seconds(timeout, "timeout", " (or None: no limit)")
+    return float(timeout)
 
 
 def _format(name: Any, what: str) -> Format:
