@@ -99,6 +99,8 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
                 ("fp32", "bf16", "fp16"), 32, 448.0))
     out.append(("modelopt", "fp8-block", "fp8", {"scaling": "block", "block_size": 32},
                 ("fp32", "bf16", "fp16"), 32, 448.0))
+    out.append(("modelopt", "fp8-fake", "fp8", {"path": "fake"}, ("fp32", "bf16", "fp16"), 32,
+                448.0))      # (the library's fake quantization gives its dequantized values)
     out.append(("compressed-tensors", "nvfp4", "nvfp4", {}, ("fp32", "bf16", "fp16"), 16, 6.0))
     for name, top in (("mxfp8", 448.0), ("mxfp6", 7.5), ("mxfp4", 6.0)):
         out.append(("compressed-tensors", name, name, {}, ("fp32", "bf16", "fp16"), 32, top))
@@ -328,8 +330,8 @@ def _adapter(library: str):
 
 def _peer(peer, library, name, opts, x, dtype):
     if library == "modelopt" and name == "fp8":       # ModelOpt names it granularity
-        opts = {"granularity": opts["scaling"],
-                **({"block_size": opts["block_size"]} if "block_size" in opts else {})}
+        opts = {"granularity": opts.get("scaling", "tensor"),
+                **{k: opts[k] for k in ("block_size", "path") if k in opts}}
     try:
         return peer(name, x, dtype, axis=_axis(library, name, opts)[1], **opts)
     except NotImplementedError:      # the library refuses this input format
@@ -392,7 +394,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 336, "modelopt": 144, "compressed-tensors": 192}
+RECORDED = {"torchao": 640, "brevitas": 336, "modelopt": 168, "compressed-tensors": 192}
 
 
 @pytest.mark.parametrize("library", list(FILES))

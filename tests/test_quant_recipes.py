@@ -286,3 +286,17 @@ def test_brevitas_mxint8_saturates_the_largest_element():
     ocp = quant.quantize(x, quant.recipe("brevitas", "mxint8", bugs=False))
     assert np.asarray(ocp.data)[0, :3].tolist() == [64, -64, 32]
     assert np.array_equal(np.asarray(ocp.data), np.asarray(quant.quantize(x, "mxint8", "mx").data))
+
+
+def test_modelopts_fake_quantization_does_not_give_its_amax_back():
+    """ModelOpt's CPU fake quantization (_fp8_eager): scale = RN(1 / amax)
+    × 448, dequantized by RN(1 / scale): the amax element 0xBF94E497 comes
+    back as 0xBF94E498 (tools/quant_peers/modelopt-0.47.0.md, demo); the
+    real quantization (FP8QTensor) gives it back exactly."""
+    x = np.array([[0xBF94E497, 0x3F000000]], np.uint32).view(np.float32)
+    fake = quant.quantize(x, quant.recipe("modelopt", "fp8", path="fake"))
+    assert int(fake.dequantize().view(np.uint32)[0, 0]) == 0xBF94E498
+    real = quant.quantize(x, quant.recipe("modelopt", "fp8"))
+    assert int(real.dequantize().view(np.uint32)[0, 0]) == 0xBF94E497
+    with pytest.raises(ValueError, match="per tensor"):
+        quant.recipe("modelopt", "fp8", path="fake", scaling="channel")

@@ -102,6 +102,8 @@ class Recipe:
     even_bits: int | None = None
     float_elements: bool = False
     inputs: tuple[str, ...] | None = None
+    amax_to_one: float | None = None
+    ratio_op: str = "divide"
     scale_emax: int | None = None
     scale_unit: int = 0
     scale_first: bool = False

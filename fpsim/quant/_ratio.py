@@ -93,8 +93,17 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         scale = np.where(dead, one, scale).astype(scale.dtype)
     else:
         amax = _floored(amax, floor, rf, ctx)
+        if recipe.amax_to_one is not None:
+            # an amax at most this is taken as 1 (ModelOpt's _fp8_eager: 2**-24)
+            small = array.decode(amax, rf) <= recipe.amax_to_one
+            amax = np.where(small, one, amax).astype(amax.dtype)
         dead = (array.decode(amax, rf) == 0) & ~divide_zero
-        scale = array.div(top, np.where(dead, one, amax).astype(amax.dtype), ctx, fmt=rf)
+        divisor = np.where(dead, one, amax).astype(amax.dtype)
+        if recipe.ratio_op == "reciprocal_times":
+            # max / amax as torch's scalar / tensor computes it: RN(1 / amax) × max
+            scale = array.mul(array.div(one, divisor, ctx, fmt=rf), top, ctx, fmt=rf)
+        else:
+            scale = array.div(top, divisor, ctx, fmt=rf)
         scale = np.where(dead, one, scale).astype(scale.dtype)
     if recipe.zero_scale == "eps":
         # a zero scale becomes the ratio format's machine epsilon (compressed-tensors)

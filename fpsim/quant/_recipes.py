@@ -290,7 +290,20 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
                   element_nan="all_ones", dequant="multiply")
     if name == "fp8":
         o = _options("modelopt", name, given, {"scaling": ("tensor", "channel", "block"),
-                                               "block_size": (None, 16, 32, 64, 128)})
+                                               "block_size": (None, 16, 32, 64, 128),
+                                               "path": ("qtensor", "fake")})
+        if o["path"] == "fake":
+            if o["scaling"] != "tensor":
+                raise ValueError("recipe('modelopt', 'fp8', path='fake'): the fake "
+                                 "quantization is per tensor here")
+            # tensor_quant.py _fp8_eager (46-59), what TensorQuantizer's forward runs
+            # on the CPU: amax in FP32, <= 2**-24 taken as 1; scale = RN(1 / amax) × 448;
+            # x × scale clamped, cast; q × RN(1 / scale), then the input's format
+            return Recipe("tensor", FP32, "max/amax", element=_lookup("e4m3"),
+                          amax_to_one=2.0 ** -24, ratio_op="reciprocal_times", clamp=True,
+                          dequant_format=FP32,
+                          source=_MODELOPT + ": tensor_quant.py scaled_e4m3, _fp8_eager "
+                                 "(46-59)", **{**common, "dequant": "multiply_reciprocal"})
         if (o["scaling"] == "block") != (o["block_size"] is not None):
             raise ValueError("recipe('modelopt', 'fp8'): block_size= goes with "
                              "scaling='block' (1-D blocks along axis=)")

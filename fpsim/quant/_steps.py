@@ -81,6 +81,9 @@ def dequantize_steps(q: Any, dtype: Any) -> np.ndarray:
     sv = array.encode(np.ascontiguousarray(wide), work, ctx)
     if r.dequant == "divide":
         res = array.div(ev, sv, ctx, fmt=work)
+    elif r.dequant == "multiply_reciprocal":     # q × RN(1 / scale) (ModelOpt's fake path)
+        one = array.encode(np.ones(sv.shape), work, ctx)
+        res = array.mul(ev, array.div(one, sv, ctx, fmt=work), ctx, fmt=work)
     else:
         res = array.mul(ev, sv, ctx, fmt=work)
     if work != out:
