@@ -89,10 +89,11 @@ class _Arith:
         # rounded apart, sums rounded once each.
         self.native32 = native32
         self.dtype = np.float32 if native32 else np.float64
-        if not self.fp32 and not float64_ops_are_ieee():
+        if not native32 and not float64_ops_are_ieee():
+            # (every path but numpy's float32 one sums in float64)
             raise RuntimeError("this machine's float64 arithmetic is not IEEE (flush to zero or "
-                               "another rounding is set): fpsim cannot run an FP64 "
-                               "accumulation here")
+                               "another rounding is set): fpsim cannot run this accumulation "
+                               "here")
 
     def add(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", over="ignore"):

@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 
 from .. import array as _array
-from .._machine import float64_ops_are_ieee
 from ..formats import Format
 from ..formats import format as _lookup
 from ._chains import run as _run
@@ -143,9 +142,6 @@ class FMAChainModel:
     def values(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Float64 values of the chains over the last axis of ``a`` and
         ``b`` (broadcast) from ``c`` (NaN where the result is a NaN)."""
-        if not float64_ops_are_ieee():
-            raise RuntimeError("this machine's float64 arithmetic is not IEEE (flush to zero "
-                               "or another rounding is set): fpsim cannot run an FMA chain here")
         return _run(self.accumulation, a, b, c, self._fmt.name)
 
     def to_dtype(self, values: np.ndarray) -> np.ndarray:

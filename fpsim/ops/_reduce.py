@@ -680,39 +680,30 @@ def _cpu_matmul(x: Any, y: Any, acc: Any, fmt: Any, out: Any, c: Any) -> np.ndar
     rounded once to the output format, as values of its dtype."""
     a, b = _matrices(x, y, fmt)
     if isinstance(acc, FMAChainModel):
-        # a GEMM on the instruction: its blocks along K are one chain from C
-        f = acc.output_format
-        have = (a.fmt.name, b.fmt.name, f.name if out is None else declared(
-            "matmul", "out", out).name)
-        if have != (f.name,) * 3:
-            raise ValueError(f"matmul(): {acc!r} takes {f.name} x {f.name} -> {f.name}; got "
-                             f"{have[0]} x {have[1]} -> {have[2]}")
-        av, bv = array.decode(a.codes, a.fmt), array.decode(b.codes, b.fmt)
-        cv = np.zeros((av.shape[0], bv.shape[1]))
-        if c is not None:
-            co = Operand("matmul", c, f, "c")
-            if co.codes.shape != cv.shape:
-                raise ValueError(f"matmul(): c must be {cv.shape}, got {co.codes.shape}")
-            cv = array.decode(co.codes, f)
-        return acc.to_dtype(acc.values(av[:, None, :], bv.T[None, :, :], cv))
-    if isinstance(acc, CPUGEMM):
-        g = acc
-        want = (g.row.inputs, g.row.out)
-        have = ((a.fmt.name, b.fmt.name), g.row.out if out is None else declared(
-            "matmul", "out", out).name)
-        if want != have:
-            raise ValueError(f"matmul(): {g!r} takes {want[0][0]} x {want[0][1]} -> {want[1]}; "
-                             f"got {have[0][0]} x {have[0][1]} -> {have[1]}")
+        # a GEMM on the instruction: its blocks along K are one chain from C (+0 without)
+        f = acc.output_format.name
+        inputs, out_name, unit = (f, f), f, acc
+
+        def compute(av: np.ndarray, bv: np.ndarray, cv: Any) -> np.ndarray:
+            c0 = np.zeros((av.shape[0], bv.shape[1])) if cv is None else cv
+            return acc.to_dtype(acc.values(av[:, None, :], bv.T[None, :, :], c0))
     else:
-        o = acc.accumulator if out is None else declared("matmul", "out", out).name
-        g = cpu_kernel(acc, (a.fmt.name, b.fmt.name), o)
+        g = acc if isinstance(acc, CPUGEMM) else cpu_kernel(
+            acc, (a.fmt.name, b.fmt.name),
+            acc.accumulator if out is None else declared("matmul", "out", out).name)
+        inputs, out_name, unit, compute = g.row.inputs, g.row.out, g, g.compute
+    have = ((a.fmt.name, b.fmt.name), out_name if out is None else declared(
+        "matmul", "out", out).name)
+    if have != (tuple(inputs), out_name):
+        raise ValueError(f"matmul(): {unit!r} takes {inputs[0]} x {inputs[1]} -> {out_name}; "
+                         f"got {have[0][0]} x {have[0][1]} -> {have[1]}")
     av = array.decode(a.codes, a.fmt)
     bv = array.decode(b.codes, b.fmt)
     cv = None
     if c is not None:
-        co = Operand("matmul", c, g.row.out, "c")
+        co = Operand("matmul", c, out_name, "c")
         if co.codes.shape != (av.shape[0], bv.shape[1]):
             raise ValueError(f"matmul(): c must be {(av.shape[0], bv.shape[1])}, got "
                              f"{co.codes.shape}")
         cv = array.decode(co.codes, co.fmt)
-    return g.compute(av, bv, cv)
+    return compute(av, bv, cv)

@@ -4,7 +4,6 @@ its conventions (:func:`recipe_report`)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,20 +98,12 @@ def recipe_report(x: Any, recipe: Recipe, *, axis: Any = None) -> RecipeReport:
     mine = _values(q)
     dtype = None if recipe.dequant is None else (recipe.output if recipe.output not in (
         None, "input") else (out.name if out is not None else None))
-    by_bug = {}
-    for bug in sorted(recipe.bugs):
-        from ._recipes import _BUG_FIELDS
+    from ._recipes import keep_bugs
 
-        rest = recipe.bugs - {bug}
-        other = dataclasses.replace(recipe, bugs=rest, **_BUG_FIELDS.get(bug, {}))
-        by_bug[bug] = _differ(mine, _values(quantize(x, other, axis=axis), dtype))
-    clean = recipe
-    for bug in recipe.bugs:
-        from ._recipes import _BUG_FIELDS
-
-        clean = dataclasses.replace(clean, **_BUG_FIELDS.get(bug, {}))
-    clean = dataclasses.replace(clean, bugs=frozenset())
-    clean_values = _values(quantize(x, clean, axis=axis), dtype)
+    by_bug = {bug: _differ(mine, _values(quantize(x, keep_bugs(recipe, recipe.bugs - {bug}),
+                                                  axis=axis), dtype))
+              for bug in sorted(recipe.bugs)}
+    clean_values = _values(quantize(x, keep_bugs(recipe, frozenset()), axis=axis), dtype)
     spec = _values(quantize(x, _spec_row(recipe), axis=axis))
     if dtype is not None:       # the spec's exact values rounded once to the output format
         fmt = array.value_dtype(dtype)

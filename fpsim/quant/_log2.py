@@ -54,11 +54,11 @@ def _ln2_decimal() -> Decimal:
         return Decimal(2).ln()
 
 
-def _at_most(lhs: np.ndarray, rhs: np.ndarray, exact: Callable[[float], Decimal]
-             ) -> np.ndarray:
-    """``lhs <= rhs`` elementwise for positive reals, ``lhs`` computed in
+def _at_most(lhs: np.ndarray, h: np.ndarray, exact: Callable[[int], Decimal]) -> np.ndarray:
+    """``lhs <= h · ln 2`` elementwise for positive reals, ``lhs`` computed in
     float64 (``exact(i)`` gives element i's as a Decimal where float64
-    cannot tell)."""
+    cannot tell; ``h`` is exact)."""
+    rhs = h * _LN2
     out = lhs < rhs
     unsure = np.abs(lhs - rhs) <= rhs * _MARGIN
     if unsure.any():
@@ -66,7 +66,7 @@ def _at_most(lhs: np.ndarray, rhs: np.ndarray, exact: Callable[[float], Decimal]
         for i in np.flatnonzero(unsure):
             with localcontext() as c:
                 c.prec = 60
-                out.flat[i] = exact(int(i)) <= Decimal(float(rhs.flat[i])) / Decimal(_LN2) * ln2
+                out.flat[i] = exact(int(i)) <= Decimal(float(h.flat[i])) * ln2
     return out
 
 
@@ -99,7 +99,7 @@ def floor_log2_rounded(v: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarr
     def exact(i: int) -> Decimal:
         return -(1 - Decimal(float(t.flat[i]))).ln()
 
-    up = _at_most(lhs, h * _LN2, exact) & ~pow2 & ~special
+    up = _at_most(lhs, h, exact) & ~pow2 & ~special
     return np.where(special, 0, n + up), special
 
 
@@ -113,5 +113,5 @@ def ceil_log2_rounded(v: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarra
     def exact(i: int) -> Decimal:
         return (1 + Decimal(float(t.flat[i]))).ln()
 
-    stay = _at_most(np.log1p(t), h * _LN2, exact) | pow2
+    stay = _at_most(np.log1p(t), h, exact) | pow2
     return np.where(special, 0, np.where(stay, n, n + 1)), special

@@ -133,33 +133,7 @@ def quantize_mx(source: Operand, elem: ElementFormat, ctx: Context, *, scale_for
     values = array.decode(source.codes, source.fmt)
     with np.errstate(invalid="ignore"):
         amax = groups.reduce(np.abs(values))
-    if recipe.library != "spec":
-        return _library_mx(source, values, amax, elem, recipe, groups, ctx, rng)
-    k, nan = shared_exponent(amax, elem, scale_rounding, ctx)
-    scale_codes = np.where(nan, 0xFF, np.clip(k, -127, 127) + 127).astype(np.uint8)
-    exponent = groups.expand(np.where(nan, 0, np.clip(k, -127, 127)))
-    # x / 2**k: exact for every input but FP64 values below 2**(k - 1022),
-    # whose quotient falls below float64's normal range.  Such a quotient is
-    # far below half the element's smallest subnormal (elements lie within
-    # float64's normal range, checked above), so float64's rounding of it
-    # changes nothing the element's rounding sees, in every mode, flags
-    # included, but to zero: a quotient lost to zero is put back as float64's
-    # smallest subnormal of its sign (as the integer elements' cast does).
-    scaled = np.ldexp(values, -exponent)
-    scaled = np.where((scaled == 0) & (values != 0), np.copysign(5e-324, values), scaled)
-    lost = np.isnan(scaled) if not (isinstance(elem, Format) and elem.has_nan) else None
-    if lost is not None and lost.any():
-        # OCP MX: a NaN scale makes every value of the block NaN, whatever its
-        # elements hold; an element that cannot be NaN is stored as code 0.
-        scaled = np.where(lost, 0.0, scaled)
-    else:
-        lost = None
-    data, saturated = checked_cast(scaled.view(np.uint64), FP64, scaled, elem, ctx, rounding,
-                                   saturate, rng, f"a NaN reached the cast into {elem.name}")
-    if lost is not None:
-        ctx.raise_flags(Flag.INVALID)
-    return Quantized(_deliver(data, elem), _deliver(scale_codes, E8M0), amax, elem, E8M0,
-                     recipe, saturated, groups)
+    return _blocks(source, values, amax, elem, recipe, groups, ctx, rng)
 
 
 def shared_exponent(amax: np.ndarray, elem: ElementFormat, rule: str, ctx: Context
@@ -212,10 +186,10 @@ def _rceil(amax: np.ndarray, elem: ElementFormat, ctx: Context
     return k, codes == 0xFF
 
 
-def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: ElementFormat,
-                recipe: Recipe, groups: _Groups, ctx: Context, rng: Any) -> Quantized:
-    """MX blocks by a library's steps (the recipe's fields, each named after
-    what it computes; fpsim/quant/_recipes.py): the E8M0 exponent rule
+def _blocks(source: Operand, values: np.ndarray, amax: np.ndarray, elem: ElementFormat,
+            recipe: Recipe, groups: _Groups, ctx: Context, rng: Any) -> Quantized:
+    """MX blocks by the recipe's steps (OCP MX with the default fields; a
+    library's with the fields its row sets, fpsim/quant/_recipes.py): the E8M0 exponent rule
     (``scale_rounding``, ``rceil_log2`` among them), an infinite block's code
     (``mx_inf``: ``"max"``, 127; ``"exponent"``, the infinity's exponent
     field read as 2**128, ``128 - emax``), a NaN block's divisor
@@ -234,7 +208,7 @@ def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Ele
     if rule == "rceil_log2":
         k, nan, inf = _rceil_log2(amax, elem, ctx)
     else:
-        k, _ = shared_exponent(amax, elem, rule, ctx)
+        k, nan = shared_exponent(amax, elem, rule, ctx)
         if recipe.mx_inf == "exponent":
             k = np.where(inf, 128 - elem.emax, k)
     k = np.where(nan, 0, np.clip(k, -127, 127 if recipe.mx_inf == "max" else 128))
@@ -270,6 +244,15 @@ def _library_mx(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Ele
             divisor = np.maximum(divisor, -126)
         with np.errstate(invalid="ignore"):
             scaled = np.ldexp(values, -groups.expand(np.where(nan, 0, divisor)))
+            # x / 2**k: exact for every input but FP64 values below 2**(k - 1022),
+            # whose quotient falls below float64's normal range.  Such a quotient
+            # is far below half the element's smallest subnormal (elements lie
+            # within float64's normal range, checked above), so float64's rounding
+            # of it changes nothing the element's rounding sees, in every mode,
+            # flags included, but to zero: a quotient lost to zero is put back as
+            # float64's smallest subnormal of its sign (as the integer cast does).
+            scaled = np.where((scaled == 0) & (values != 0), np.copysign(5e-324, values),
+                              scaled)
             if recipe.mx_nan_divisor == "inf":
                 # x / +inf: finite elements of a NaN block are +-0, NaNs stay,
                 # an infinity is inf / inf: the default NaN (negative on x86)

@@ -73,7 +73,9 @@ def quantize_nvfp4(source: Operand, elem: ElementFormat, ctx: Context, *, scale_
         raise ValueError("quantize(): scale_rule= does not apply to NVFP4 (its steps are fixed)")
     axis, block_size = _axis_and_block(source.codes.shape, axis, block_size, "NVFP4", 16)
     groups = _Groups("mx", source.codes.shape, axis=axis, size=block_size)
-    if recipe is not None and recipe.library != "spec":
+    if recipe is not None and recipe.tensor_scale != "encode":
+        # a library's form of the tensor scale (Transformer Engine's encode
+        # scale is the path below)
         return _library_nvfp4(source, dataclasses.replace(recipe, axis=axis,
                                                           block_size=block_size),
                               groups, ctx, rng)

@@ -130,7 +130,7 @@ class Recipe:
                         f"(scale_rounding={self.scale_rounding!r})",
                   "nvfp4": f"one E4M3 scale per {self.block_size} elements along axis "
                            f"{axis} and an FP32 tensor scale"}[self.scaling]
-        if self.library == "spec" and self.dequant is None:
+        if self.dequant is None:          # fpsim's own steps (exact dequantization)
             return (f"{groups}; scale = {self.scale_rule} in {self.scale_format.name}"
                     f"{'' if self.eps is None else f', divisor floored at eps={self.eps!r}'}; "
                     f"elements rounded {self.rounding}, "

@@ -4,7 +4,6 @@ variants libraries' recipes name (``fpsim/quant/_recipes.py``)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -57,7 +56,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
                                         2.0 ** rf.emin, 0.0), p2)
             p2 = np.where(np.isnan(av) | np.isinf(av) | (p2 > float(rf.max)), np.inf, p2)
             lg = np.where(p2 > 0, np.floor(np.log2(np.where(p2 > 0, p2, 1.0))), -np.inf)
-            code = np.clip(127 + lg - _emax(elem), 0, 255)
+            code = np.clip(127 + lg - elem.emax, 0, 255)
             sv = np.where(code == 255, np.inf, np.ldexp(1.0, code.astype(np.int64) - 127))
         scale = array.encode(sv, rf, ctx)
         dead_s = array.decode(scale, rf) == 0
@@ -76,7 +75,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
             power = np.where(special, np.where(av > 0, av, 0.0 * av),
                              np.ldexp(1.0, np.clip(k, -1100, 1100)))
         power = _floored(array.encode(power, rf, ctx), floor, rf, ctx)
-        emax = _emax(elem) if recipe.scale_emax is None else recipe.scale_emax
+        emax = elem.emax if recipe.scale_emax is None else recipe.scale_emax
         t = np.broadcast_to(array.encode(np.array(2.0 ** emax), rf, ctx), amax.shape)
         scale = array.div(power, t, ctx, fmt=rf)
         if recipe.scale_unit:
@@ -140,41 +139,31 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
             scaled = np.where(np.isinf(sv), dn, scaled).astype(scaled.dtype)
     if recipe.clamp:
         scaled = clamp_codes(scaled, sfmt, float(elem.max))
-    nan_elements = None
+    sv = array.decode(scaled, sfmt)
+    nan = np.isnan(sv)
+    nan_elements = nan if nan.any() else None
+    has_nan = isinstance(elem, Format) and elem.has_nan
     if recipe.element_cast is not None:      # a library's own cast (fpsim/quant/_steps.py)
         from ._steps import library_cast
 
-        sv = array.decode(scaled, sfmt)
         data = library_cast(sv, elem, recipe.element_cast)
         with np.errstate(invalid="ignore"):
             saturated = np.abs(sv) > float(elem.max)
-        nan = np.isnan(sv)
-        return Quantized(_deliver(data, elem), _deliver(stored if stored is not None else scale,
-                                                        E8M0 if stored is not None else sfmt),
-                         _deliver(amax, sfmt), elem, E8M0 if stored is not None else sfmt,
-                         recipe, saturated, groups, input_format=source.fmt,
-                         nan_elements=nan if nan.any() else None)
-    if recipe.library != "spec" and not (isinstance(elem, Format) and elem.has_nan):
-        # a NaN the library holds as a float value: code 0 here, NaN when
-        # dequantized (Quantized.nan_elements)
-        sv = array.decode(scaled, sfmt)
-        if np.isnan(sv).any():
-            # code 0 of the NaN's sign (compressed-tensors' casts: index 0 and the sign)
-            nan_elements = np.isnan(sv)
+    else:
+        if recipe.element_nan is not None and not has_nan and nan_elements is not None:
+            # a NaN the format cannot hold: code 0 of the NaN's sign (the libraries'
+            # casts: index 0 and the sign; brevitas holds it as a float NaN)
             zero = array.encode(np.where(np.signbit(sv), -0.0, 0.0), sfmt, Context())
-            scaled = np.where(nan_elements, zero, scaled).astype(scaled.dtype)
+            scaled = np.where(nan, zero, scaled).astype(scaled.dtype)
             ctx.raise_flags(Flag.INVALID)
-    data, saturated = checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx,
-                                   recipe.rounding, recipe.saturate, rng,
-                                   f"a scaled value is NaN (a NaN input, or 0 × inf from an "
-                                   f"infinite multiplier), which {elem.name} cannot represent; "
-                                   "declare eps= or a wider scale_format=")
-    if recipe.element_nan == "all_ones" and isinstance(elem, Format) and elem.has_nan:
-        from ._mx import all_ones_nan
+        data, saturated = checked_cast(scaled, sfmt, array.decode(scaled, sfmt), elem, ctx,
+                                       recipe.rounding, recipe.saturate, rng,
+                                       f"a scaled value is NaN (a NaN input, or 0 × inf from an "
+                                       f"infinite multiplier), which {elem.name} cannot "
+                                       "represent; declare eps= or a wider scale_format=")
+        if recipe.element_nan == "all_ones" and has_nan and nan_elements is not None:
+            from ._mx import all_ones_nan
 
-        sv = array.decode(scaled, sfmt)
-        nan = np.isnan(sv)
-        if nan.any():
             data = np.where(nan, all_ones_nan(np.signbit(sv), elem).astype(data.dtype), data)
     negative_zeros = None
     cannot = isinstance(elem, IntFormat) or (isinstance(elem, Format) and elem.specials == "fnuz")
@@ -182,17 +171,14 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         # the library's float value is -0, which the format cannot hold: its
         # float cast keeps any -0; its integer cast adds a zero point first,
         # so only a negative value rounding to zero is -0
-        sv = array.decode(scaled, sfmt)
         with np.errstate(invalid="ignore"):
-            below = (sv < 0) if isinstance(elem, IntFormat) else np.signbit(sv) & ~np.isnan(sv)
+            below = (sv < 0) if isinstance(elem, IntFormat) else np.signbit(sv) & ~nan
             negative_zeros = (decode_values(data, elem) == 0) & below
-    if stored is not None:         # the library stores E8M0 codes
-        return Quantized(_deliver(data, elem), _deliver(stored, E8M0), _deliver(amax, sfmt),
-                         elem, E8M0, recipe, saturated, groups, input_format=source.fmt,
-                         nan_elements=nan_elements)
-    return Quantized(_deliver(data, elem), _deliver(scale, sfmt), _deliver(amax, sfmt), elem,
-                     sfmt, recipe, saturated, groups, input_format=source.fmt,
-                     nan_elements=nan_elements, negative_zeros=negative_zeros)
+    kept, kept_fmt = (stored, E8M0) if stored is not None else (scale, sfmt)
+    return Quantized(_deliver(data, elem), _deliver(kept, kept_fmt), _deliver(amax, sfmt), elem,
+                     kept_fmt, recipe, saturated, groups, input_format=source.fmt,
+                     nan_elements=nan_elements if not has_nan else None,
+                     negative_zeros=negative_zeros)
 
 
 def tensor_nan_amax(recipe: Recipe, whole: bool, amax: np.ndarray, fmt: Format, to: Format,
@@ -218,11 +204,6 @@ def _ratio_format(recipe: Recipe, input_format: Format) -> Format:
     if rf == "input":
         return input_format
     return rf
-
-
-def _emax(elem: ElementFormat) -> int:
-    """The exponent of the element's largest binade, ``floor(log2 max)``."""
-    return math.frexp(float(elem.max))[1] - 1
 
 
 def clamp_codes(codes: np.ndarray, fmt: Format, top: float) -> np.ndarray:

@@ -34,6 +34,11 @@ steps, the ``"spec"`` rows):
     in ``dequant_format`` (default: the output format), converted to
     ``output`` (``"input"``: the tensor's format).  None: exact, to
     float64 (fpsim's own).
+``element_nan``
+    None (fpsim's: a NaN element of a format without NaN is refused or, in
+    MX blocks, code 0 with INVALID) or ``"all_ones"`` (torch's float8 casts:
+    a NaN is its sign and an all-ones magnitude, FNUZ's 0x80; a NaN the
+    element format cannot hold is code 0 of its sign).
 ``nan``
     The NaN rules of the CPU the library runs on (``"x86"``: an invalid
     operation gives the negative default NaN, whose E4M3 code is 0xFF).
@@ -175,7 +180,7 @@ def _te(name: str, given: dict[str, Any]) -> Recipe:
                              "in FP32, 1 for a zero amax; elements x × scale")
     if name == "nvfp4":
         _options("te", name, given, {})
-        return Recipe("nvfp4", FP32, element=E2M1, library="spec", name=name,
+        return Recipe("nvfp4", FP32, element=E2M1, library="te", name=name,
                       source="Transformer Engine compute_global_encode_scaling_factor_FP4 "
                              "(fpsim/quant/_nvfp4.py)")
     raise ValueError(f"recipe('te', {name!r}): fpsim has Transformer Engine's 'fp8' and "
@@ -276,7 +281,7 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
                       source=_BREVITAS + ": quant/mx_quant_ocp.py MXInt8Weight, "
                              "core/scaling/int_scaling.py PowerOfTwoIntScaling (43-58), "
                              "core/quant/int_base.py IntQuant (66-91)",
-                      **{**common, "inf_scaled": "saturate", "element_nan": None})
+                      **{**common, "inf_scaled": "saturate"})
     raise ValueError(f"recipe('brevitas', {name!r}): fpsim has brevitas' 'fp8', 'mxfp8', "
                      "'mxfp6', 'mxfp4' and 'mxint8'")
 
@@ -441,10 +446,17 @@ scaling, group_size, block, bugs
     if unknown:
         raise ValueError(f"recipe({library!r}, {name!r}): bugs {sorted(unknown)} are not this "
                          f"row's; its bugs: {sorted(r.bugs) or 'none'}")
+    return keep_bugs(r, chosen)
+
+
+def keep_bugs(r: Recipe, chosen: frozenset) -> Recipe:
+    """``r`` with only the bugs ``chosen`` (a subset of its own): a bug that
+    is a flag is dropped, a bug that is a step (:data:`_BUG_FIELDS`) has its
+    step set to what it is without the bug."""
     fixed: dict[str, Any] = {}
-    for bug in r.bugs - chosen:          # a bug that is a step: the step without it
+    for bug in r.bugs - chosen:
         fixed.update(_BUG_FIELDS.get(bug, {}))
-    return dataclasses.replace(r, bugs=chosen, **fixed)
+    return dataclasses.replace(r, bugs=frozenset(chosen), **fixed)
 
 
 #: The fields of the steps a bug is (the rest are read as flags by the steps):
