@@ -93,6 +93,11 @@ def _cases() -> list[tuple[str, str, str, dict, tuple[str, ...], int, float]]:
     for sc in ("tensor", "channel"):
         out.append(("compressed-tensors", f"fp8-{sc}", "fp8", {"scaling": sc},
                     ("fp32", "bf16", "fp16"), 32, 448.0))
+    # TOKEN (dynamic): rows as the tokens of a (1, rows, columns) activation, and the
+    # 2-D tensor itself (one scale: the token_2d_tensor bug); "_rank" is the test's
+    for rank in (3, 2):
+        out.append(("compressed-tensors", f"fp8-token{'-2d' if rank == 2 else ''}", "fp8",
+                    {"scaling": "token", "_rank": rank}, ("fp32", "bf16", "fp16"), 32, 448.0))
     out.append(("compressed-tensors", "fp8-group", "fp8", {"scaling": "group", "group_size": 32},
                 ("fp32", "bf16", "fp16"), 32, 448.0))
     out.append(("compressed-tensors", "fp8-block", "fp8", {"scaling": "block", "block": (4, 32)},
@@ -204,13 +209,15 @@ def families(rng: np.random.Generator, dtype: str, block: int, top: float,
     return {k: _in_format(v, dtype) for k, v in out.items()}
 
 
-def _axis(library: str, name: str, opts: dict) -> tuple[int, int]:
+def _axis(library: str, name: str, opts: dict) -> tuple[int | None, int]:
     """(fpsim's axis, the adapter's axis) of a row: blocks along the last
     axis; one scale per row (torchao's row, brevitas' channel) is fpsim's
     channel axis 0, the adapter's reduction over the last axis (torchao)
     or its channel axis 0 (brevitas)."""
     if name != "fp8" or opts.get("scaling") in ("group", "block"):
         return -1, -1
+    if opts.get("scaling") == "token":
+        return None, -1      # (token: no axis; the adapter's rows)
     if library in ("torchao", "modelopt"):
         return 0, -1
     return 0, 0          # brevitas, compressed-tensors: the channel axis
@@ -220,8 +227,10 @@ def fpsim_outputs(library: str, name: str, opts: dict, x: np.ndarray, dtype: str
                   ) -> dict[str, np.ndarray]:
     """fpsim's row on ``x`` (float32 values exact in ``dtype``): the arrays
     the library's adapter returns (brevitas' float scales as FP32 bits)."""
-    r = quant.recipe(library, name, **opts)
-    q = quant.quantize(x.astype(DT[dtype]), r, axis=_axis(library, name, opts)[0])
+    rank = opts.get("_rank")
+    r = quant.recipe(library, name, **{k: v for k, v in opts.items() if k != "_rank"})
+    xd = x.astype(DT[dtype])
+    q = quant.quantize(xd[None] if rank == 3 else xd, r, axis=_axis(library, name, opts)[0])
     data = np.asarray(q.data)
     scale = np.asarray(q.scale)
     if (library, name) == ("brevitas", "mxint8"):
@@ -332,6 +341,8 @@ def _peer(peer, library, name, opts, x, dtype):
     if library == "modelopt" and name == "fp8":       # ModelOpt names it granularity
         opts = {"granularity": opts.get("scaling", "tensor"),
                 **{k: opts[k] for k in ("block_size", "path") if k in opts}}
+    if "_rank" in opts:
+        opts = {**{k: v for k, v in opts.items() if k != "_rank"}, "token_rank": opts["_rank"]}
     try:
         return peer(name, x, dtype, axis=_axis(library, name, opts)[1], **opts)
     except NotImplementedError:      # the library refuses this input format
@@ -394,7 +405,7 @@ def record(library: str) -> int:
     return n
 
 
-RECORDED = {"torchao": 640, "brevitas": 336, "modelopt": 168, "compressed-tensors": 192}
+RECORDED = {"torchao": 640, "brevitas": 336, "modelopt": 168, "compressed-tensors": 240}
 
 
 @pytest.mark.parametrize("library", list(FILES))

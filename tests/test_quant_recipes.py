@@ -78,6 +78,32 @@ def test_torchaos_rceil_log2_puts_the_scale_one_power_low():
     assert q.data.view(np.uint8)[0, :2].tolist() == [0x7E, 0x66]     # 448 (clamped), 56
     exact = quant.quantize(x, "e4m3", "mx", scale_rounding="rceil_exact")
     assert int(np.asarray(exact.scale).view(np.uint8)[0, 0]) == 127 + 21
+    # the flag alone: the exact ceil(log2(RN32(amax / 448))), still torchao's reciprocal
+    fixed = quant.quantize(x, quant.recipe("torchao", "mxfp8", scale_rounding="rceil",
+                                           bugs={"rceil_code0_unscaled"}))
+    assert int(np.asarray(fixed.scale).view(np.uint8)[0, 0]) == 127 + 21
+    assert fixed.data.view(np.uint8)[0, :2].tolist() == [0x76, 0x5E]  # 224.0000267 -> 224, 28
+    # ModelOpt's MXFP8 takes the same rounded log2 (mxfp8_tensor.py 57-63)
+    mo = quant.quantize(x, quant.recipe("modelopt", "mxfp8"))
+    assert int(np.asarray(mo.scale).view(np.uint8)[0, 0]) == 127 + 20
+    mo = quant.quantize(x, quant.recipe("modelopt", "mxfp8", bugs={"nan_scale_lost"}))
+    assert int(np.asarray(mo.scale).view(np.uint8)[0, 0]) == 127 + 21
+
+
+def test_torchaos_power_of_two_scale_rounds_log2_first():
+    """torchao.float8's round_scales_to_power_of_2 (float8_utils.py:246):
+    amax = 448 · 2**-20 · (1 + 2**-23) gives the FP32 scale 448 / amax just
+    below 2**20, whose rounded log2 is 20: the scale 2**20 takes amax above
+    448, clamped.  Without log2_rounded: 2**19, amax to 224."""
+    x = np.zeros((1, 4), np.float32)
+    x[0, 0] = np.float32(448 * 2.0**-20 * (1 + 2.0**-23))
+    r = quant.recipe("torchao", "fp8", impl="training", round_scales_to_power_of_2=True)
+    assert r.bugs == {"log2_rounded"}
+    q = quant.quantize(x, r)
+    assert float(q.scale) == 2.0**20 and int(q.data.view(np.uint8)[0, 0]) == 0x7E
+    q = quant.quantize(x, quant.recipe("torchao", "fp8", impl="training",
+                                       round_scales_to_power_of_2=True, bugs=False))
+    assert float(q.scale) == 2.0**19 and int(q.data.view(np.uint8)[0, 0]) == 0x76
 
 
 def test_torchaos_nvfp4_reciprocal_breaks_a_tie():
@@ -185,6 +211,8 @@ def test_brevitas_rounds_log2_to_the_inputs_format():
     assert np.asarray(q.scale).astype(float).ravel().tolist() == [1.0, 0.5]
     spec = quant.quantize(x, quant.recipe("spec", "mxfp8"))
     assert np.asarray(spec.scale).astype(float).ravel().tolist() == [0.5, 0.5]
+    fixed = quant.quantize(x, quant.recipe("brevitas", "mxfp8", bugs=False))
+    assert np.asarray(fixed.scale).astype(float).ravel().tolist() == [0.5, 0.5]
 
 
 def test_brevitas_divides_in_the_inputs_format_and_fp16_zeros_are_nan():
@@ -300,3 +328,39 @@ def test_modelopts_fake_quantization_does_not_give_its_amax_back():
     assert int(real.dequantize().view(np.uint32)[0, 0]) == 0xBF94E497
     with pytest.raises(ValueError, match="per tensor"):
         quant.recipe("modelopt", "fp8", path="fake", scaling="channel")
+
+
+def test_compressed_tensors_token_scales_and_its_2d_bug():
+    """TOKEN (helpers.py 161-192): one scale per index of the first two
+    axes; a 2-D tensor keeps both and reduces nothing, so CT takes one scale
+    for it (token_2d_tensor); without the bug, one per row."""
+    x = np.zeros((2, 3, 4), np.float32)
+    x[..., 0] = np.arange(1, 7, dtype=np.float32).reshape(2, 3) * 448
+    r = quant.recipe("compressed-tensors", "fp8", scaling="token")
+    q = quant.quantize(x, r)
+    assert np.asarray(q.scale).tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert (q.data.view(np.uint8)[..., 0] == 0x7E).all()                 # each 448
+    two = quant.quantize(x[0], r)
+    assert np.asarray(two.scale).shape == () and float(two.scale) == 3.0
+    rows = quant.quantize(x[0], quant.recipe("compressed-tensors", "fp8", scaling="token",
+                                             bugs=False))
+    assert np.asarray(rows.scale).tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="token scaling takes no axis"):
+        quant.quantize(x, r, axis=0)
+
+
+def test_compressed_tensors_stores_an_infinite_mx_scale_as_one():
+    """A NaN block (its amax's bits rounded up a binade: an infinite scale)
+    is stored as 0x7F, scale 1, on x86 (compress_mx_scale, Q17): the NaN
+    element keeps E4M3's NaN, the others read back as 0.  Without
+    inf_scale_stored_one: OCP's NaN scale, the whole block NaN."""
+    x = np.zeros((1, 64), ml_dtypes.bfloat16)
+    x[0, :2], x[0, 32] = [np.nan, 1.0], 3.0
+    q = quant.quantize(x, quant.recipe("compressed-tensors", "mxfp8"))
+    assert np.asarray(q.scale).view(np.uint8).tolist() == [[127, 120]]          # 3: 2**(1 - 8)
+    d = q.dequantize().astype(np.float64)
+    assert np.isnan(d[0, 0]) and (d[0, 1:32] == 0).all() and d[0, 32] == 3.0
+    fixed = quant.quantize(x, quant.recipe("compressed-tensors", "mxfp8",
+                                           bugs={"mx_even_fp4_width"}))
+    assert np.asarray(fixed.scale).view(np.uint8).tolist() == [[255, 120]]
+    assert np.isnan(fixed.dequantize().astype(np.float64)[0, :32]).all()

@@ -86,11 +86,21 @@ def _prepare(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return special, n, s, pow2
 
 
-def floor_log2_rounded(v: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+def floor_log2_rounded(v: np.ndarray, fmt: Format | None) -> tuple[np.ndarray, np.ndarray]:
     """``floor(RN_fmt(log2(v)))`` (int64) for each float64 value, and which
     values are special (zero, negative, infinite, NaN: their entry of the
-    first array is 0)."""
+    first array is 0).  ``fmt`` None: the exact ``floor(log2(v))`` (a row
+    without its ``log2_rounded`` bug).
+
+    >>> import numpy as np
+    >>> from fpsim.formats import FP32
+    >>> v = np.array([2.0**20 * (1 - 2.0**-24), 3.0])
+    >>> floor_log2_rounded(v, FP32)[0].tolist(), floor_log2_rounded(v, None)[0].tolist()
+    ([20, 1], [19, 1])
+    """
     special, n, s, pow2 = _prepare(v)
+    if fmt is None:
+        return np.where(special, 0, n), special
     t = 1.0 - s / 2.0                            # v / 2**(n+1) = 1 - t, exact
     h = _half_gap(n + 1, fmt, toward_up=False)
     with np.errstate(divide="ignore"):
@@ -103,10 +113,20 @@ def floor_log2_rounded(v: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarr
     return np.where(special, 0, n + up), special
 
 
-def ceil_log2_rounded(v: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray]:
+def ceil_log2_rounded(v: np.ndarray, fmt: Format | None) -> tuple[np.ndarray, np.ndarray]:
     """``ceil(RN_fmt(log2(v)))`` (int64) for each float64 value, and which
-    values are special (as :func:`floor_log2_rounded`)."""
+    values are special (as :func:`floor_log2_rounded`; ``fmt`` None: the
+    exact ``ceil(log2(v))``).
+
+    >>> import numpy as np
+    >>> from fpsim.formats import FP32
+    >>> v = np.array([2.0**20 * (1 + 2.0**-23), 0.75])
+    >>> ceil_log2_rounded(v, FP32)[0].tolist(), ceil_log2_rounded(v, None)[0].tolist()
+    ([20, 0], [21, 0])
+    """
     special, n, s, pow2 = _prepare(v)
+    if fmt is None:
+        return np.where(special, 0, np.where(pow2, n, n + 1)), special
     t = s - 1.0                                  # v / 2**n = 1 + t, exact
     h = _half_gap(n, fmt, toward_up=True)
 

@@ -206,7 +206,7 @@ def _blocks(source: Operand, values: np.ndarray, amax: np.ndarray, elem: Element
     nan = np.isnan(amax)
     inf = np.isinf(amax)
     if rule == "rceil_log2":
-        k, nan, inf = _rceil_log2(amax, elem, ctx)
+        k, nan, inf = _rceil_log2(amax, elem, ctx, "log2_rounded" in recipe.bugs)
     else:
         k, nan = shared_exponent(amax, elem, rule, ctx)
         if recipe.mx_inf == "exponent":
@@ -319,10 +319,11 @@ def _quiet32(source: Operand, values: np.ndarray) -> np.ndarray:
     return (bits | np.uint64(0x00400000)).astype(np.uint32)
 
 
-def _rceil_log2(amax: np.ndarray, elem: ElementFormat, ctx: Context
+def _rceil_log2(amax: np.ndarray, elem: ElementFormat, ctx: Context, rounded: bool
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """torchao's RCEIL on the CPU (mx_tensor.py 133, 165-183): ``d =
-    RN32(amax / max)`` (a division), ``k = ceil(RN32(log2(d)))``; ``d = 0``
+    RN32(amax / max)`` (a division), ``k = ceil(RN32(log2(d)))`` (``rounded``:
+    the ``log2_rounded`` bug; else the exact ``ceil(log2(d))``); ``d = 0``
     gives -127, a NaN ``d`` the NaN scale, an infinite one code 254.
     Returns ``k`` and which blocks are NaN and infinite."""
     from ._log2 import ceil_log2_rounded
@@ -331,7 +332,7 @@ def _rceil_log2(amax: np.ndarray, elem: ElementFormat, ctx: Context
     amax32 = array.encode(amax, FP32, ctx, **rne)
     top = array.encode(np.full(amax.shape, float(elem.max)), FP32, ctx, **rne)
     d = array.decode(array.div(amax32, top, ctx, fmt=FP32, **rne), FP32)
-    k, _ = ceil_log2_rounded(d, FP32)
+    k, _ = ceil_log2_rounded(d, FP32 if rounded else None)
     nan, inf = np.isnan(d), np.isinf(d)
     k = np.where(d == 0, -127, k)
     return np.where(inf, 127, k), nan, inf

@@ -126,6 +126,7 @@ class Recipe:
         groups = {"tensor": "one scale for the tensor",
                   "channel": f"one scale per index of axis {axis}",
                   "block": f"one scale per {self.block} tile of the last two axes",
+                  "token": "one scale per token (each index of the first two axes)",
                   "mx": f"one E8M0 scale per {self.block_size} elements along axis {axis} "
                         f"(scale_rounding={self.scale_rounding!r})",
                   "nvfp4": f"one E4M3 scale per {self.block_size} elements along axis "
@@ -451,8 +452,11 @@ def _run_recipe(x: Any, recipe: Recipe, ctx: Context | None, fmt: Any, axis: Any
                               block_size=recipe.block_size, rounding=recipe.rounding,
                               saturate=recipe.saturate, rng=rng, eps=recipe.eps,
                               scale_rule="amax/max", recipe=recipe)
-    groups = _groups(recipe.scaling if recipe.block is None else ("block", recipe.block),
-                     source.codes.shape, 0 if axis is None else axis)
+    if recipe.scaling == "token":
+        groups = _token_groups(source.codes.shape, axis, "token_2d_tensor" in recipe.bugs)
+    else:
+        groups = _groups(recipe.scaling if recipe.block is None else ("block", recipe.block),
+                         source.codes.shape, 0 if axis is None else axis)
     recipe = dataclasses.replace(recipe, axis=groups.axis)
     return ratio_quantize(source, elem, recipe, groups, ctx, rng)
 
@@ -630,6 +634,8 @@ class _Groups:
         if self.kind == "mx":
             assert self.axis is not None
             return np.moveaxis(self._runs(values).max(axis=-1), -1, self.axis)
+        if self.kind == "token":
+            return values.max(axis=tuple(range(2, values.ndim)))
         return self._tiles(values).max(axis=(-3, -1))
 
     def _runs(self, a: np.ndarray) -> np.ndarray:
@@ -659,10 +665,28 @@ class _Groups:
             assert self.axis is not None and self.size is not None
             runs = np.repeat(np.moveaxis(per_group, self.axis, -1), self.size, axis=-1)
             return np.moveaxis(runs, -1, self.axis)
+        if self.kind == "token":
+            lead = per_group.reshape(self.shape[:2] + (1,) * (len(self.shape) - 2))
+            return np.broadcast_to(lead, self.shape)
         assert self.block is not None
         bh, bw = self.block
         tiled = np.repeat(np.repeat(per_group, bh, axis=-2), bw, axis=-1)
         return tiled.reshape(self.shape)
+
+
+def _token_groups(shape: tuple[int, ...], axis: Any, two_d_tensor: bool) -> _Groups:
+    """compressed-tensors' TOKEN groups (helpers.py 161-192,
+    compute_dynamic_scales_and_zp): one scale per index of the first two
+    axes, every later axis reduced; a 1-D tensor has one scale, and so has
+    a 2-D one under the ``token_2d_tensor`` bug (else one per row)."""
+    if axis is not None:
+        raise ValueError("quantize(): token scaling takes no axis= (one scale per index of "
+                         "the first two axes, every later axis reduced)")
+    if len(shape) >= 3:
+        return _Groups("token", shape)
+    if len(shape) == 2 and not two_d_tensor:
+        return _Groups("channel", shape, axis=0)
+    return _Groups("tensor", shape)
 
 
 def _groups(scaling: Any, shape: tuple[int, ...], axis: Any) -> _Groups:

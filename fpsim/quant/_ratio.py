@@ -43,7 +43,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         # compressed-tensors (mxfp_utils.py 73-152, helpers.py 107-128): amax in D
         # rounded up a binade when its significand reaches 2 - 2**-(m + 1), the
         # exponent minus emax biased and clamped to [0, 255]; s = D(2**(code -
-        # 127)), 0 -> 1; the stored code 127 + floor(log2 s) (inf: 0x7F on x86)
+        # 127)), 0 -> 1; the stored code 127 + floor(log2 s)
         av = array.decode(amax, rf)
         m = recipe.even_bits if recipe.even_bits is not None else elem.mantissa_bits
         with np.errstate(all="ignore"):
@@ -62,7 +62,11 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         dead_s = array.decode(scale, rf) == 0
         scale = np.where(dead_s, array.encode(np.array(1.0), rf, Context()), scale
                          ).astype(scale.dtype)
-        stored = np.where((code == 255) | dead_s, 127, code).astype(np.uint8)
+        # an infinite scale (code 255: a NaN or infinity in the block, or an amax
+        # rounding up past D's range) is stored as 0x7F under inf_scale_stored_one
+        # (the bug), as OCP's NaN scale 0xFF without it
+        lost = 127 if "inf_scale_stored_one" in recipe.bugs else 255
+        stored = np.where(code == 255, lost, np.where(dead_s, 127, code)).astype(np.uint8)
     elif scale_rule == "pow2":
         # 2**floor(RN(log2 amax)) / 2**emax, amax and the power floored at eps
         # (brevitas' MX scale, every step in the ratio's format)
@@ -70,7 +74,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
 
         amax = _floored(amax, floor, rf, ctx)
         av = array.decode(amax, rf)
-        k, special = floor_log2_rounded(av, rf)
+        k, special = floor_log2_rounded(av, rf if "log2_rounded" in recipe.bugs else None)
         with np.errstate(over="ignore"):
             power = np.where(special, np.where(av > 0, av, 0.0 * av),
                              np.ldexp(1.0, np.clip(k, -1100, 1100)))
@@ -113,7 +117,7 @@ def ratio_quantize(source: Operand, elem: ElementFormat, recipe: Recipe, groups:
         scale = array.convert(scale, rf, sfmt, ctx)
         amax = array.convert(amax, rf, sfmt, ctx)
     if recipe.scale_pow2 == "floor_log2":
-        scale = power_of_two_below(scale, sfmt, ctx)
+        scale = power_of_two_below(scale, sfmt, ctx, "log2_rounded" in recipe.bugs)
     how = recipe.apply or ("reciprocal" if scale_rule == "amax/max" else "multiply")
     xs = array.convert(source.codes, source.fmt, sfmt, ctx)
     wide = groups.expand(scale)
@@ -219,15 +223,18 @@ def clamp_codes(codes: np.ndarray, fmt: Format, top: float) -> np.ndarray:
     return np.where(over, edge, codes).astype(codes.dtype)
 
 
-def power_of_two_below(codes: np.ndarray, fmt: Format, ctx: Context) -> np.ndarray:
+def power_of_two_below(codes: np.ndarray, fmt: Format, ctx: Context, rounded: bool
+                       ) -> np.ndarray:
     """``2**floor(RN_fmt(log2(s)))`` of each scale (torchao's
-    ``_round_scale_down_to_power_of_2``): log2 rounded to ``fmt`` first, so a
-    scale just below a power of two can become that power (fpsim.ops.log2's
-    correct rounding; NaN, zero and infinity as torch.exp2 of their log2)."""
+    ``_round_scale_down_to_power_of_2``): with ``rounded`` (the
+    ``log2_rounded`` bug) log2 is rounded to ``fmt`` first, so a scale just
+    below a power of two can become that power (fpsim.ops.log2's correct
+    rounding); else the exact ``floor(log2(s))``.  NaN, zero and infinity
+    as torch.exp2 of their log2."""
     from ._log2 import floor_log2_rounded
 
     v = array.decode(codes, fmt)
-    k, special = floor_log2_rounded(v, fmt)
+    k, special = floor_log2_rounded(v, fmt if rounded else None)
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.where(special, v, np.ldexp(1.0, np.clip(k, -2000, 2000)))
     return array.encode(p, fmt, ctx)

@@ -62,7 +62,7 @@ steps, the ``"spec"`` rows):
 >>> from fpsim.quant import quantize, recipe
 >>> r = recipe("torchao", "mxfp8", scale_rounding="rceil")
 >>> r.scale_rounding, sorted(r.bugs), r.output
-('rceil_log2', ['rceil_code0_unscaled'], 'input')
+('rceil_log2', ['log2_rounded', 'rceil_code0_unscaled'], 'input')
 >>> import numpy as np
 >>> x = np.zeros((1, 32), np.float32); x[0, :3] = [2.0**-120, -2.0**-121, 3 * 2.0**-124]
 >>> q = quantize(x, recipe("torchao", "mxfp8"))          # FLOOR, the divisor floored
@@ -100,6 +100,13 @@ BUGS: dict[str, str] = {
     "mx_even_fp4_width": "compressed-tensors 0.20.1 quantization/utils/mxfp_utils.py:147-149 "
                          "(generate_mx_scales): the MXFP8 scale is rounded up a binade at "
                          "amax / 2**e >= 1.75, E2M1's mantissa width, not E4M3's 1.9375",
+    "inf_scale_stored_one": "compressed-tensors 0.20.1 compressors/mx_utils.py:18-30 "
+                            "(compress_mx_scale): an infinite MX scale (a NaN or an "
+                            "infinity in the block, or an amax that rounds up past the "
+                            "input format's range) is stored as int32(127 + log2(inf)), "
+                            "whose low byte on x86 is 0x7F: scale 1, the block's NaN or "
+                            "overflow lost (its finite elements, divided by inf, read back "
+                            "as 0); without it, OCP MX's NaN scale 0xFF",
     "negative_zero_held": "brevitas 0.13.4 core/quant/float.py FloatQuant (81-101) and "
                           "core/quant/int_base.py IntQuant (66-91), Q10b of "
                           "tools/quant_peers/brevitas-0.13.4.md: an element rounding to zero "
@@ -117,6 +124,23 @@ BUGS: dict[str, str] = {
     "e2m1_ties_toward_zero": "ModelOpt 0.47.0 qtensor/mxfp4_tensor.py:46-53 (cast_fp4): the "
                              "ties 0.75, 1.75 and 3.5 round down, and +0 is stored as -0 "
                              "(the element cast is fpsim.quant._steps.CASTS['modelopt_mxfp4'])",
+    "log2_rounded": "torchao 0.18.0 prototype/mx_formats/mx_tensor.py:176 (_to_mx_rceil, "
+                    "RCEIL) and float8/float8_utils.py:246 "
+                    "(_round_scale_down_to_power_of_2); ModelOpt 0.47.0 "
+                    "qtensor/mxfp8_tensor.py:57-63 (_compute_e8m0_exponent) and "
+                    "mxfp4_tensor.py:75 (quantize); brevitas 0.13.4 "
+                    "core/restrict_val.py:187-210 (PowerOfTwoRestrictValue, in the "
+                    "input's format): a scale's exponent is floor or ceil of torch.log2 "
+                    "of a value, rounded to FP32 (brevitas: the input's format) first, "
+                    "which lands on the integer just below (floor) or above (ceil) a "
+                    "power of two: the scale is one power of two off the exact "
+                    "floor(log2) or ceil(log2), too high (elements lose a bit) or too "
+                    "low (the largest saturate)",
+    "token_2d_tensor": "compressed-tensors 0.20.1 quantization/utils/helpers.py:161-192 "
+                       "(compute_dynamic_scales_and_zp): TOKEN keeps axes 0 and 1 and "
+                       "reduces the rest, so on a 2-D tensor (tokens, hidden) nothing is "
+                       "left to reduce, `if not reduce_dims` takes aminmax of the whole "
+                       "tensor: one scale, not one per token",
     "nan_element_bits": "torchao 0.18.0 prototype/custom_fp_utils.py:27-142 "
                         "(_f32_to_floatx_unpacked): a NaN reaches neither the saturation "
                         "nor the subnormal branch, and the normal branch turns its bits "
@@ -197,7 +221,7 @@ def _torchao(name: str, given: dict[str, Any]) -> Recipe:
             "scale_rounding": ("floor", "ceil", "even", "rceil"), "block_size": (32,)})
         elem = _lookup(o["element"])
         rceil = o["scale_rounding"] == "rceil"
-        bugs = {"rceil_code0_unscaled"} if rceil else {"divisor_floor"}
+        bugs = {"rceil_code0_unscaled", "log2_rounded"} if rceil else {"divisor_floor"}
         if not elem.has_nan:
             bugs.add("nan_element_bits")
         return Recipe("mx", E8M0, element=elem, block_size=32, inputs=("bf16", "fp32"),
@@ -234,9 +258,11 @@ def _torchao(name: str, given: dict[str, Any]) -> Recipe:
                       source=_TORCHAO + ": quantization/quant_primitives.py "
                              "_choose_scale_float8 (2243-2282), _quantize_affine_float8 "
                              "(2341-2357), _dequantize_affine_float8 (2360-2374)", **common)
+    pow2 = o["round_scales_to_power_of_2"]
     return Recipe(scaling, FP32, "max/amax", element=elem, ratio_format=FP64, eps=1e-12,
                   clamp=True, scale_first=True, tensor_nan=_TORCH_MAX_NAN,
-                  scale_pow2="floor_log2" if o["round_scales_to_power_of_2"] else None,
+                  bugs=frozenset({"log2_rounded"}) if pow2 else frozenset(),
+                  scale_pow2="floor_log2" if pow2 else None,
                   dequant="divide", dequant_format=FP32,
                   source=_TORCHAO + ": float8/float8_utils.py amax_to_scale (32-53), "
                          "to_fp8_saturated (118-139); float8_training_tensor.py "
@@ -268,6 +294,7 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
                                                    if e != _MX_DEFAULT[name]),
             "block_size": (32,)})
         return Recipe("mx", "input", "pow2", element=_lookup(o["element"]), block_size=32,
+                      bugs=frozenset({"log2_rounded"}),
                       source=_BREVITAS + ": quant/mx_quant_ocp.py MXMixin (57-70), "
                              "core/restrict_val.py PowerOfTwoRestrictValue (187-210)", **common)
     if name == "mxint8":
@@ -277,7 +304,8 @@ def _brevitas(name: str, given: dict[str, Any]) -> Recipe:
         # the scale over integer codes: 2**floor(log2 amax) / 2**7 (max_int + 1 =
         # 128), then in MXINT8's units (value = code × 2**-6) × 2**6
         return Recipe("mx", "input", "pow2", element=MXINT8, block_size=32, scale_emax=7,
-                      scale_unit=6, bugs=frozenset({"mxint8_emax_one", "negative_zero_held"}),
+                      scale_unit=6, bugs=frozenset({"mxint8_emax_one", "negative_zero_held",
+                                                      "log2_rounded"}),
                       source=_BREVITAS + ": quant/mx_quant_ocp.py MXInt8Weight, "
                              "core/scaling/int_scaling.py PowerOfTwoIntScaling (43-58), "
                              "core/quant/int_base.py IntQuant (66-91)",
@@ -332,7 +360,7 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
         _options("modelopt", name, given, {})
         return Recipe("mx", E8M0, element=_lookup("e4m3"), block_size=32,
                       scale_rounding="rceil_log2", mx_nan_scale="zero", clamp=True,
-                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost"}),
+                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost", "log2_rounded"}),
                       source=_MODELOPT + ": qtensor/mxfp8_tensor.py _compute_e8m0_exponent "
                              "(42-66), quantize_with_scale (143-190), dequantize (227-262)",
                       **common)
@@ -340,7 +368,7 @@ def _modelopt(name: str, given: dict[str, Any]) -> Recipe:
         _options("modelopt", name, given, {"block_size": (32,)})
         return Recipe("mx", E8M0, element=E2M1, block_size=32, scale_rounding="rceil_log2",
                       mx_nan_scale="block_zeroed", element_cast="modelopt_mxfp4",
-                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost",
+                      dequant_format=FP32, bugs=frozenset({"nan_scale_lost", "log2_rounded",
                                                            "e2m1_ties_toward_zero"}),
                       source=_MODELOPT + ": qtensor/mxfp4_tensor.py quantize (37-81), "
                              "cast_fp4 (46-53), dequantize (83-144)", **common)
@@ -359,7 +387,7 @@ def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
                   dequant="multiply")
     if name == "fp8":
         o = _options("compressed-tensors", name, given, {
-            "scaling": ("tensor", "channel", "group", "block"),
+            "scaling": ("tensor", "channel", "group", "block", "token"),
             "group_size": (None, 32, 64, 128), "block": (None, (4, 32), (128, 128))})
         scaling: Any = o["scaling"]
         if scaling == "group":
@@ -372,10 +400,13 @@ def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
                 raise ValueError("recipe('compressed-tensors', 'fp8'): scaling='block' needs "
                                  "block=(rows, columns) (tiles of the last two axes)")
             scaling = "block"
+        # TOKEN (activations, dynamic: compute_dynamic_scales_and_zp, helpers.py 142-197,
+        # the scale used in the input's format as computed; fake_quantize's QDQ)
         return Recipe(scaling, "input", "amax/max", element=_lookup("e4m3"),
                       block_size=o["group_size"], block=o["block"],
                       zero_scale="eps", apply="divide", add_zero=True, clamp=True,
                       output="input",
+                      bugs=frozenset({"token_2d_tensor"}) if scaling == "token" else frozenset(),
                       source=_CT + ": quantization/utils/helpers.py calculate_qparams (52-128), "
                              "quantization/lifecycle/forward.py _quantize (536-543), "
                              "compressors/naive_quantized/base.py compress, decompress", **common)
@@ -392,6 +423,7 @@ def _compressed_tensors(name: str, given: dict[str, Any]) -> Recipe:
         _options("compressed-tensors", name, given, {"block_size": (32,)})
         elem = _lookup(_MX_DEFAULT[name])
         bugs = {"mx_even_fp4_width"} if name == "mxfp8" else set()
+        bugs.add("inf_scale_stored_one")
         return Recipe("mx", "input", "ct_mx", element=elem, block_size=32, apply="divide",
                       clamp=True, add_zero=name == "mxfp8", output="bf16",
                       even_bits=1 if name != "mxfp6" else 3,

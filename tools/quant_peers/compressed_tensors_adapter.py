@@ -250,6 +250,9 @@ def peer(recipe: str, x: np.ndarray, dtype: str, axis: int = -1, **options) -> d
                 NVFP4/MXFP4/MXFP6 compress ignore it for symmetric schemes.  False: none.
       dequant   "decompress" (default for the static path), "fake_quantize" (default for
                 dynamic) or "dequantize".
+      token_rank  "token" only: 3 (default; x's rows are tokens of a (1, tokens, hidden)
+                activation: one scale per row) or 2 (x given to CT as the 2-D tensor it is:
+                TOKEN keeps axes 0 and 1, reduces nothing, and takes one scale).
 
     returns dict: data (uint8 element codes shaped like x: E4M3 bits, E2M1 nibble 0-15 with
     the sign in bit 3, E2M3 6-bit code with the sign in bit 5), scale (stored scale: fp8
@@ -281,6 +284,9 @@ def peer(recipe: str, x: np.ndarray, dtype: str, axis: int = -1, **options) -> d
     dynamic = bool(options.pop("dynamic", False))
     with_zp = bool(options.pop("zero_point", True))
     dq_mode = options.pop("dequant", None)
+    token_rank = options.pop("token_rank", 3)
+    if token_rank not in (2, 3):
+        raise ValueError("token_rank must be 2 or 3")
     if options:
         raise TypeError(f"unknown options {sorted(options)}")
 
@@ -296,13 +302,14 @@ def peer(recipe: str, x: np.ndarray, dtype: str, axis: int = -1, **options) -> d
     # 1. quantization parameters ---------------------------------------------------------
     gscale = None
     if dynamic:
-        v = w.unsqueeze(0) if scaling == "token" else w   # TOKEN reduces dims >= 2 only
+        # TOKEN reduces dims >= 2 only: (1, rows, columns) gives one scale per row
+        v = w.unsqueeze(0) if scaling == "token" and token_rank == 3 else w
         if recipe == "nvfp4":
             absmax = torch.max(torch.amax(w), -torch.amin(w))      # static_minmax observer
             gscale = generate_gparam(-absmax.reshape(1), absmax.reshape(1))
         scale, zp = compute_dynamic_scales_and_zp(value=v, args=args, module=None,
                                                   global_scale=gscale)
-        if scaling == "token":
+        if scaling == "token" and token_rank == 3:
             scale = scale.reshape(w.shape[0], 1)
         param = scale                                    # dynamic: used as computed
     else:
@@ -367,9 +374,10 @@ def peer(recipe: str, x: np.ndarray, dtype: str, axis: int = -1, **options) -> d
 
     data = _from_2d(codes.reshape(w.shape), moved_shape, ax, scaling)
     deq = _from_2d(out.reshape(w.shape), moved_shape, ax, scaling)
-    sc = _scale_layout(stored, xt.shape, moved_shape, ax, scaling)
+    layout = "tensor" if scaling == "token" and token_rank == 2 else scaling   # one scale
+    sc = _scale_layout(stored, xt.shape, moved_shape, ax, layout)
     sv = _scale_layout(param.double() if param.dtype != torch.uint8 else param.double(),
-                       xt.shape, moved_shape, ax, scaling)
+                       xt.shape, moved_shape, ax, layout)
     return {
         "data": data.numpy().astype(np.uint8),
         "scale": _bits(sc),
