@@ -96,6 +96,21 @@ def oracle(acc: Accumulation, a: np.ndarray, b: np.ndarray, c: float | None, out
             for j in range(0, len(order) - 1, 2):
                 order[j], order[j + 1] = order[j + 1], order[j]
         w, n = acc.lanes, len(order)
+        if acc.apart is not None:          # runs of 2g: g into the chain, g summed apart
+            g, j = acc.apart, 0
+            v = c if (c is not None and i == 0 and acc.c_joins == "start") else 0.0
+            while j + 2 * g <= n:
+                for k in order[j:j + g]:
+                    v = step(v, k)
+                t = o.mul(float(a[order[j + g]]), float(b[order[j + g]]))
+                for k in order[j + g + 1:j + 2 * g]:
+                    t = step(t, k)
+                v = o.add(v, t)
+                j += 2 * g
+            for k in order[j:]:
+                v = step(v, k)
+            sums.append(v)
+            continue
         main = n if acc.tail == "lanes" else n - n % (acc.unroll or w)
         lanes = []
         for j in range(w):
@@ -254,6 +269,28 @@ def test_engine_equals_softfloat(acc: Accumulation) -> None:
             assert _bits_equal(got, want), (str(ac), kind, out, K, cj, got, want)
 
 
+def test_apart_runs_equal_softfloat() -> None:
+    """``apart`` (MKL's sgemm on the elements its aligned stores miss): every
+    run of 2g products, the last g summed apart, against SoftFloat step by
+    step, with K blocks, C by every rule, FP32 and FP64."""
+    rng = np.random.default_rng(46)
+    for acc in (Accumulation(products="rounded", apart=4), Accumulation(apart=3, k_block=10),
+                Accumulation(accumulator="fp64", apart=2, products="rounded"),
+                Accumulation(accumulator="fp64", apart=4)):
+        kinds = ("fp64",) if acc.accumulator == "fp64" else ("fp32", "bf16", "tiny")
+        for kind, K in itertools.product(kinds, (5, 8, 19, 33)):
+            out = _outs(acc)[0]
+            a, b = _inputs(kind, rng, 3, K, 4)
+            for cj in (None,) + C_JOIN:
+                ac = acc if cj is None else acc.replace(c_joins=cj)
+                c = None if cj is None else _round_out_array(
+                    rng.standard_normal((3, 4)) * np.exp2(rng.integers(-20, 21, (3, 4))), out)
+                got = _chains.run(ac, a[:, None, :], b.T[None, :, :], c, out)
+                want = np.array([[oracle(ac, a[i], b[:, j], None if c is None else c[i, j], out)
+                                  for j in range(4)] for i in range(3)])
+                assert _bits_equal(got, want), (str(ac), kind, K, cj, got, want)
+
+
 def _round_out_array(v: np.ndarray, out: str) -> np.ndarray:
     dt = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16,
           "bf16": ml_dtypes.bfloat16}[out]
@@ -319,6 +356,8 @@ def test_blocks_follow_openblas_rules() -> None:
     ({"tail": ""}, ValueError, "tail"),
     ({"join": "pairs", "lanes": 6}, ValueError, "power-of-two"),
     ({"pair_swap": True, "lanes": 2}, ValueError, "pair_swap"),
+    ({"apart": 4, "lanes": 2}, ValueError, "apart=4 splits one chain"),
+    ({"apart": 0}, ValueError, "apart must be a positive int"),
     ({"lanes": 4, "unroll": 6}, ValueError, "not a multiple of lanes"),
     ({"unroll": 0}, ValueError, "unroll"),
     ({"ftz": True, "accumulator": "fp64"}, ValueError, "ftz"),

@@ -138,3 +138,27 @@ def test_probe_reproduces_or_says_not(box: str, size: tuple[int, int, int]) -> N
             return                          # a shape the row does not decode: the probe did
         name = f"{row[0]} {row[1]} -> {row[2]} (threads="       # numpy: as many as CPUs
         assert any(m.startswith(name) for m in r.matches), r.matches
+
+
+@pytest.mark.skipif(not MEASURED_HERE, reason="the torch row was measured on MKL's AVX-512 path")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_torch_fp32_row_at_skinny_shapes(threads: int) -> None:
+    """MKL's sgemm where N <= 11 or M <= 3: one chain of rounded products,
+    the elements before each row's first 16-byte boundary in runs of 8 with
+    4 summed apart (examples/cpu_gemms/mkl_skinny.py): the row against
+    torch.mm and torch.addmm, every bit, at shapes of each residue."""
+    g = mma.cpu("torch", "fp32", threads=threads)
+    rng = np.random.default_rng(threads)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for M, K, N in [(7, 4096, 5), (13, 1000, 6), (9, 333, 7), (12, 257, 9), (5, 64, 10),
+                        (11, 100, 11), (2, 500, 13), (3, 1000, 31), (1, 300, 7), (64, 200, 2)]:
+            A = _fresh("fp32", (M, K), rng, 8)
+            B = _fresh("fp32", (K, N), rng, 8)
+            C = _fresh("fp32", (M, N), rng, 8)
+            for want, got in ((torch.mm(_t(A), _t(B)).numpy(), g(A, B)),
+                              (torch.addmm(_t(C), _t(A), _t(B)).numpy(), g(A, B, C))):
+                assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), (M, K, N)
+    finally:
+        torch.set_num_threads(old)

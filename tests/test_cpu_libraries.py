@@ -52,9 +52,6 @@ KINDS = ("normal", "wide")
 UNDECODED = {
     ("numpy-fp64", (3, 5, 4)), ("numpy-fp64-2threads", (3, 5, 4)),
     ("numpy-fp64-2threads", (33, 777, 45)),
-    ("torch-fp32-mm", (7, 4096, 5)), ("torch-fp32-mm", (3, 5, 4)), ("torch-fp32-mm", (9, 100, 11)),
-    ("torch-fp32-addmm", (7, 4096, 5)), ("torch-fp32-addmm", (3, 5, 4)),
-    ("torch-fp32-addmm", (9, 100, 11)),
     ("jax-fp32-highest", (3, 5, 4)), ("jax-fp32-highest", (6, 40, 18)),
     ("jax-fp32-highest", (33, 777, 45)),
     ("jax-bf16", (3, 5, 4)), ("jax-bf16", (6, 40, 18)), ("jax-bf16", (33, 777, 45)),
@@ -167,6 +164,8 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
     ({"rows": "0"}, ValueError, "'lo:hi'"),
     ({"cols": 3}, ValueError, "'lo:hi'"),
     ({"when": 1}, TypeError, "string"),
+    ({"rows": ":i"}, ValueError, "unknown name 'i'"),
+    ({"when": "i > 1"}, ValueError, "unknown name 'i'"),
 ])
 def test_part_expressions_are_checked(kw: dict, err: type, match: str) -> None:
     from fpsim.mma.cputable import Part

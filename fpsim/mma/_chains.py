@@ -378,6 +378,15 @@ def _block(acc: Accumulation, ar: _Arith, p_of: Callable[[int], Any], lo: int, h
                 value = ar.add(value, ar.rounded(ar.product(x, y)))
         return value
 
+    if acc.apart is not None:
+        g, value, j = acc.apart, start, 0
+        while j + 2 * g <= n:
+            value = chain(order[j:j + g], value)
+            x, y = p_of(order[j + g])
+            t = chain(order[j + g + 1:j + 2 * g], ar.rounded(ar.product(x, y)))
+            value = ar.add(value, t)
+            j += 2 * g
+        return chain(order[j:], value)
     # every lane exists, a lane no product reaches holding its +0 (a block
     # shorter than the lanes still joins w values)
     lanes = [chain(order[j:main:w], start if j == 0 else zero) for j in range(w)]

@@ -15,7 +15,8 @@ Stages, each keeping its evidence:
    the output format, and is skipped (said so) where they are not.
 2. **Candidates**: every CPU library row of :mod:`fpsim.mma.cputable` for these
    formats (at 1 and 2 threads), and a family of accumulations: one chain,
-   pairs taken odd first, 2 to 16 interleaved lanes with every tail rule
+   pairs taken odd first, one chain in runs of 4, 8 or 16 whose last half
+   is summed apart, 2 to 16 interleaved lanes with every tail rule
    and join (and a main loop unrolled by 8 or 16 past them), FMA or
    rounded products, FP32 or FP64 accumulators, with the K blocks read
    (and their rules), or the usual block sizes where none could be read;
@@ -204,6 +205,7 @@ def _inner(acc: str, products: str) -> list[Accumulation]:
     out = [base]
     if acc == "fp32":
         out.append(base.replace(pair_swap=True))
+    out += [base.replace(apart=g) for g in (4, 2, 8)]   # runs of 2g, the last g apart
     for w in (4, 8, 16, 2):
         for join in (JOINS if w > 2 else JOINS[:1]):     # two lanes join one way
             for tail in TAILS:

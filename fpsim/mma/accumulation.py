@@ -40,6 +40,13 @@ For one output element, in order:
      ``t = (p0 + p1) + ...``, and added to the joined lanes: ``block =
      join + t`` (a vectorised loop's scalar remainder).
 
+   With ``apart = g`` (one chain, ``lanes=1``), the block's products go
+   in runs of ``2g``: the first ``g`` into the chain one by one, the next
+   ``g`` summed apart, ``t = ((p_g + p_{g+1}) + ...)`` from the first of
+   them rounded, and ``t`` added to the chain; the products past the last
+   whole run go into the chain one by one (MKL's ``sgemm`` on the output
+   elements its aligned stores do not reach, measured).
+
 3. **One step of a chain.**  ``products="fma"``: ``acc = RN(acc + a·b)``,
    one rounding (a fused multiply-add); ``"rounded"``: ``acc = RN(acc +
    RN(a·b))``.  Where every product is exact in ``accumulator`` (FP16 and
@@ -130,6 +137,9 @@ class Accumulation:
         ``"sequential"``, ``"pairs"`` or ``"halves"``: how the lanes are added.
     pair_swap:
         Each pair of products is taken odd first (needs ``lanes=1``).
+    apart:
+        None, or ``g``: of each run of ``2g`` products the last ``g`` are
+        summed apart and added (needs ``lanes=1``).
     k_block:
         Products per K block (None: one block).
     k_block_rule:
@@ -149,6 +159,7 @@ class Accumulation:
     unroll: int | None = None
     join: str = "sequential"
     pair_swap: bool = False
+    apart: int | None = None
     k_block: int | None = None
     k_block_rule: str = "uniform"
     k_unroll: int = 1
@@ -158,7 +169,7 @@ class Accumulation:
     def __post_init__(self) -> None:
         own = "Accumulation"
         for name, optional in (("lanes", False), ("k_block", True), ("k_unroll", False),
-                               ("unroll", True)):
+                               ("unroll", True), ("apart", True)):
             object.__setattr__(self, name, _args.count(own, name, getattr(self, name),
                                                        optional=optional))
         if not isinstance(self.accumulator, str):
@@ -184,6 +195,10 @@ class Accumulation:
         if self.pair_swap and w != 1:
             raise ValueError(f"{own}: pair_swap orders one chain; it needs lanes=1, got "
                              f"lanes={w}")
+        if self.apart is not None and (w != 1 or self.pair_swap):
+            raise ValueError(f"{own}: apart={self.apart} splits one chain's runs; it needs "
+                             f"lanes=1 and no pair_swap, got lanes={w}, pair_swap="
+                             f"{self.pair_swap}")
         if self.ftz and acc != "fp32":
             raise ValueError(f"{own}: ftz is modelled for an fp32 accumulator only "
                              f"(VDPBF16PS), got accumulator={acc}")
@@ -253,6 +268,9 @@ class Accumulation:
             parts = [f"{self.lanes} {acc} lanes (k mod {self.lanes}{tail}), joined {self.join}"]
         if self.pair_swap:
             parts.append("odd product of each pair first")
+        if self.apart is not None:
+            g = self.apart
+            parts.append(f"of each {2 * g} products the last {g} summed apart")
         parts.append("FMA" if self.products == "fma" else "rounded products")
         if self.k_block is not None:
             rule = self.k_block_rule + (f", unroll {self.k_unroll}" if self.k_unroll > 1 else "")

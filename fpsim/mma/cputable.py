@@ -52,9 +52,9 @@ _OPS = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.U
         ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load, ast.Constant)
 
 
-def _compile(text: str, what: str) -> Any:
-    """An expression over M, K, N, T of ints: + - * // %, comparisons,
-    and/or/not.  Anything else is refused."""
+def _compile(text: str, what: str, names: tuple[str, ...] = _NAMES) -> Any:
+    """An expression over M, K, N, T (``names``) of ints: + - * // %,
+    comparisons, and/or/not.  Anything else is refused."""
     if not isinstance(text, str):
         raise TypeError(f"Part: {what} must be a string, got {type(text).__name__}")
     try:
@@ -66,9 +66,9 @@ def _compile(text: str, what: str) -> Any:
             raise ValueError(f"Part: {what}={text!r}: {type(node).__name__} is not allowed "
                              "(accepted: M, K, N, T, integers, + - * // %, comparisons, "
                              "and/or/not)")
-        if isinstance(node, ast.Name) and node.id not in _NAMES:
+        if isinstance(node, ast.Name) and node.id not in names:
             raise ValueError(f"Part: {what}={text!r}: unknown name {node.id!r}; accepted: "
-                             "M, K, N, T")
+                             f"{', '.join(names)}")
         if isinstance(node, ast.Constant) and (type(node.value) is not int):
             raise ValueError(f"Part: {what}={text!r}: only integer constants")
         if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
@@ -88,13 +88,17 @@ class Part:
 
     ``when``: the shapes (an expression in ``M``, ``K``, ``N``, ``T``);
     ``rows``, ``cols``: ``"lo:hi"`` ranges of output rows and columns
-    (either bound an expression, empty for the edge); ``accumulation``:
-    None where the kernel is not decoded; ``source``: where the rule comes
-    from.
+    (either bound an expression, empty for the edge; the bounds of ``cols``
+    may name ``i``, the output row, for columns that differ row by row);
+    ``accumulation``: None where the kernel is not decoded; ``source``:
+    where the rule comes from.
 
     >>> p = Part(Accumulation(lanes=16, join="pairs"), when="N % 16 >= 1", cols="N // 16 * 16:")
     >>> p.region(dict(M=4, K=40, N=21, T=1))
     (0, 4, 16, 21)
+    >>> q = Part(Accumulation(), cols=":i % 3")        # row i: its first i mod 3 columns
+    >>> q.region(dict(M=4, K=8, N=5, T=1)), q.cells(dict(M=4, K=8, N=5, T=1)).tolist()
+    ((0, 4, 0, 2), [[False, False], [True, False], [True, True], [False, False]])
     """
 
     accumulation: Accumulation | None
@@ -103,6 +107,7 @@ class Part:
     cols: str = ":"
     source: str = ""
     _code: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    _per_row: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.accumulation is not None and not isinstance(self.accumulation, Accumulation):
@@ -115,9 +120,11 @@ class Part:
                 raise ValueError(f"Part: {what}={text!r} must be 'lo:hi' (either side may be "
                                  "empty)")
             lo, hi = text.split(":")
-            codes += [_compile(lo or "0", what), _compile(hi or ("M" if what == "rows" else "N"),
-                                                         what)]
+            names = _NAMES + ("i",) if what == "cols" else _NAMES
+            codes += [_compile(lo or "0", what, names),
+                      _compile(hi or ("M" if what == "rows" else "N"), what, names)]
         object.__setattr__(self, "_code", tuple(codes))
+        object.__setattr__(self, "_per_row", any("i" in c.co_names for c in codes[3:]))
 
     def applies(self, env: Mapping[str, int]) -> bool:
         """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``).
@@ -128,11 +135,36 @@ class Part:
         """
         return bool(_eval(self._code[0], env))
 
+    def _columns(self, env: Mapping[str, int], rows: range) -> list[tuple[int, int]]:
+        """Each row's ``(col_lo, col_hi)``, clipped."""
+        N = env["N"]
+        out = []
+        for i in rows:
+            e = {**env, "i": i}
+            c0, c1 = (int(_eval(c, e)) for c in self._code[3:])
+            out.append((max(0, min(c0, N)), max(0, min(c1, N))))
+        return out
+
     def region(self, env: Mapping[str, int]) -> tuple[int, int, int, int]:
-        """``(row_lo, row_hi, col_lo, col_hi)`` at this shape, clipped."""
-        r0, r1, c0, c1 = (int(_eval(c, env)) for c in self._code[1:])
-        M, N = env["M"], env["N"]
-        return (max(0, min(r0, M)), max(0, min(r1, M)), max(0, min(c0, N)), max(0, min(c1, N)))
+        """``(row_lo, row_hi, col_lo, col_hi)`` at this shape, clipped (for
+        columns that depend on the row, the box around them)."""
+        M = env["M"]
+        r0, r1 = (max(0, min(int(_eval(c, env)), M)) for c in self._code[1:3])
+        cols = self._columns(env, range(r0, r1) if self._per_row else range(1))
+        cols = [(c0, c1) for c0, c1 in cols if c1 > c0] or [(0, 0)]
+        return r0, r1, min(c for c, _ in cols), max(c for _, c in cols)
+
+    def cells(self, env: Mapping[str, int]) -> np.ndarray:
+        """The elements of :meth:`region` the part covers (all of them
+        unless its columns depend on the row)."""
+        r0, r1, c0, c1 = self.region(env)
+        mask = np.zeros((r1 - r0, c1 - c0), bool)
+        if not self._per_row:
+            mask[:] = True
+            return mask
+        for i, (lo, hi) in zip(range(r0, r1), self._columns(env, range(r0, r1))):
+            mask[i - r0, max(lo, c0) - c0:max(hi, c0) - c0] = True
+        return mask
 
 
 @dataclass(frozen=True)
@@ -220,15 +252,25 @@ _BF16_TORCH = (
 )
 _MKL = ("MKL 2024.2 sgemm (MKL_VERBOSE: SGEMM), measured with FPRev rows: FMA chains in K "
         "blocks of 192; an even K up to 384 in two halves; an odd K's last product alone")
+_MKL_SKINNY = ("MKL 2024.2 sgemm where N <= 11 or M <= 3 (N >= 2), measured by "
+               "examples/cpu_gemms/mkl_skinny.py (torch.mm and torch.addmm at M = 1 to 1000, "
+               "N = 2 to 2000, K = 2 to 4500, 1 and 2 threads): ")
+#: The first (-i·N) mod 4 elements of output row i, where at least 4 follow:
+#: the elements before the first 16-byte boundary of the row (C's base
+#: 16-byte aligned, as torch allocates it), which MKL's aligned stores miss.
+_PEELED = ":(4 - i * N % 4) % 4 * (N - (4 - i * N % 4) % 4 >= 4)"
 _F32_TORCH = (
-    Part(None, source="MKL sgemm chooses its kernel by shape: at N = 5 and 9 to 11 one chain "
-         "of rounded products but for some elements (at 7x4096x5, element (3, 0) adds products "
-         "8i+4..8i+7 as a group of their own); M < 4 not measured: not decoded"),
+    Part(None, source="MKL sgemm at N = 1 (its gemv path: at 7x256x1 four lanes after a "
+         "four-product prologue, measured, not decoded at other K and alignments)"),
+    Part(Accumulation(products="rounded", c_joins="start"), when="N >= 2 and (N <= 11 or M <= 3)",
+         source=_MKL_SKINNY + "one chain of rounded products (vmulps, vaddps) from C"),
+    Part(Accumulation(products="rounded", apart=4, c_joins="start"),
+         when="N >= 2 and (N <= 11 or M <= 3)", cols=_PEELED,
+         source=_MKL_SKINNY + "the elements before the first 16-byte boundary of each output "
+         "row (its first (-i·N) mod 4, where at least 4 follow) take runs of 8 products: 4 "
+         "into the chain, 4 summed apart and added (FPRev at 7x4096x5, element (3, 0))"),
     Part(Accumulation(k_block=192, k_block_rule="even_halves"), when="M >= 4 and N >= 12",
          source=_MKL + " (seen at M = 4 to 256, N = 12 to 1000, K = 64 to 4500)"),
-    Part(Accumulation(products="rounded", c_joins="start"), when="M >= 4 and (N == 4 or N == 8)",
-         source="MKL 2024.2 sgemm at N = 4 and 8 (M = 7 to 1000, K = 1000 to 4096): one chain "
-         "of rounded products from C, measured"),
 )
 _YNN = "XLA CPU's ynn_fusion (YNNPACK), measured with FPRev rows"
 _F32_JAX = (
@@ -328,8 +370,8 @@ class CPUGEMM:
         env = {"M": M, "K": K, "N": N, "T": self.threads}
         applied = [(p.region(env), p) for p in self.row.parts if p.applies(env)]
         owner = np.full((M, N), -1, np.int32)
-        for i, ((r0, r1, c0, c1), _p) in enumerate(applied):
-            owner[r0:r1, c0:c1] = i
+        for i, ((r0, r1, c0, c1), p) in enumerate(applied):
+            owner[r0:r1, c0:c1][p.cells(env)] = i
         out = []
         for i, ((r0, r1, c0, c1), p) in enumerate(applied):
             mine = owner[r0:r1, c0:c1] == i
@@ -349,7 +391,8 @@ class CPUGEMM:
         lines = [f"M={M}, K={K}, N={N}, threads={self.threads}:"]
         for (r0, r1, c0, c1), p in self.plan(M, K, N):
             what = "not decoded" if p.accumulation is None else str(p.accumulation)
-            lines.append(f"  rows {r0}:{r1}, columns {c0}:{c1}: {what}")
+            cols = f"{c0}:{c1}" if not p._per_row else f"{c0}:{c1} (row i: {p.cols})"
+            lines.append(f"  rows {r0}:{r1}, columns {cols}: {what}")
         return "\n".join(lines)
 
     def _operand(self, x: Any, fmt: str, name: str, ndim: int) -> np.ndarray:
