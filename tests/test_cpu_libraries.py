@@ -50,7 +50,6 @@ KINDS = ("normal", "wide")
 
 #: (call, shape) the rows refuse: kernels not decoded (see fpsim/mma/cputable.py)
 UNDECODED = {
-    ("numpy-fp64", (3, 5, 4)), ("numpy-fp64-2threads", (3, 5, 4)),
     ("numpy-fp64-2threads", (33, 777, 45)),
     ("jax-fp32-highest", (3, 5, 4)), ("jax-fp32-highest", (6, 40, 18)),
     ("jax-fp32-highest", (33, 777, 45)),

@@ -199,12 +199,13 @@ _SMALL = "M * N * K <= 1000000"
 def _openblas_parts(acc: str, q: int) -> tuple[Part, ...]:
     """OpenBLAS's sgemm (``acc="fp32"``) or dgemm on the SkylakeX kernels:
     a small-matrix kernel up to M·N·K = 1e6, whose last ``N mod w`` columns
-    (w = 16 floats or 8 doubles; where that is at most w/2 and K >= 32) sum
+    (w = 16 floats or 8 doubles; where that is at most w/2 and K >= 2w:
+    the kernel's ``if (mm > w/2 || K < 2w)`` takes the plain chain) sum
     along K in ``w`` lanes; above it, the level-3 driver's K panels."""
     w, t = (16, "s") if acc == "fp32" else (8, "d")
     small = ("OpenBLAS interface/gemm.c: small_matrix_permit (M·N·K <= 1e6) -> "
              f"kernel/x86_64/{t}gemm_small_kernel_nn_skylakex.c")
-    tail = f"{_SMALL} and 1 <= N % {w} <= {w // 2} and K >= 32"
+    tail = f"{_SMALL} and 1 <= N % {w} <= {w // 2} and K >= {2 * w}"
     four = f"N // {w} * {w} + N % {w} // 4 * 4"
     lanes = Accumulation(accumulator=acc, lanes=w, join="pairs")
     parts = [Part(Accumulation(accumulator=acc), when=_SMALL, source=small),
@@ -215,10 +216,6 @@ def _openblas_parts(acc: str, q: int) -> tuple[Part, ...]:
              Part(lanes.replace(join="halves"), when=tail, rows="M // 4 * 4:", cols=f"{four}:",
                   source=small + ": the K-direction path, the compiler's "
                   f"_mm512_reduce_add_p{t}")]
-    if acc == "fp64":
-        parts.append(Part(None, when=f"{_SMALL} and 1 <= N % 8 <= 4 and K < 32",
-                          cols="N // 8 * 8:", source=small + ": the last N mod 8 columns at "
-                          "K < 32 (neither one chain nor eight lanes): not decoded"))
     param = f"param.h SKYLAKEX {t.upper()}GEMM_DEFAULT_Q = {q}, UNROLL_M = 16"
     parts += [
         Part(Accumulation(accumulator=acc, k_block=q, k_block_rule="halve_up", k_unroll=16),
