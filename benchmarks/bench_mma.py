@@ -303,6 +303,7 @@ def section_blockscaled(args: argparse.Namespace, rng: np.random.Generator) -> N
 def section_cpu(args: argparse.Namespace, rng: np.random.Generator) -> None:
     n = args.gemm
     cases = (("numpy", "fp32", None, (n, n, n)), ("torch", "fp32", None, (n, n, n)),
+             ("numpy:haswell", "fp32", None, (n, n, n)), ("torch", "fp32", None, (n, n, 7)),
              ("numpy", "fp64", None, (n, n, n)),
              ("numpy", "fp16", None, (n, n, n)), ("torch", "bf16", None, (n, n, n)),
              ("jax", "fp32", None, (n, n, 16)))

@@ -48,6 +48,25 @@ SHAPES = [(7, 4096, 5), (3, 5, 4), (6, 40, 18), (9, 100, 11), (64, 64, 64), (64,
           (33, 777, 45), (16, 1001, 64), (16, 1001, 16), (8, 4500, 64), (7, 1000, 8)]
 KINDS = ("normal", "wide")
 
+#: OpenBLAS's Haswell kernels (OPENBLAS_CORETYPE=Haswell: any AVX2 CPU without
+#: AVX-512), recorded in tests/data/cpu-gemms/openblas-haswell.npz by
+#: examples/cpu_gemms/record_openblas_haswell.py.
+HASWELL = Path(__file__).parent / "data" / "cpu-gemms" / "openblas-haswell.npz"
+HASWELL_CALLS = [
+    ("haswell-fp32", "numpy:haswell", "fp32", "fp32", False, 1),
+    ("haswell-fp32-2threads", "numpy:haswell", "fp32", "fp32", False, 2),
+    ("haswell-bf16", "ml_dtypes:haswell", "bf16", "fp32", False, 1),
+]
+#: every region of the kernel: 12-row blocks (first 8 columns, last whole 8
+#: by parity), 4-row blocks, chunks of 320 columns and their halves, K panels
+HASWELL_SHAPES = [(14, 100, 40), (26, 100, 50), (30, 1000, 40), (64, 64, 64), (7, 500, 9),
+                  (13, 100, 17), (40, 50, 100), (25, 60, 33), (12, 30, 15), (10, 50, 400),
+                  (17, 9, 1000), (22, 9, 650), (14, 9, 1279), (64, 100, 64), (7, 4096, 5),
+                  (9, 2000, 40)]
+#: 2 threads where M·N·K >= 2 × 262144 (interface/gemm.c): level3_thread.c
+HASWELL_UNDECODED = {("haswell-fp32-2threads", (30, 1000, 40)),
+                     ("haswell-fp32-2threads", (9, 2000, 40))}
+
 #: (call, shape) the rows refuse: kernels not decoded (see fpsim/mma/cputable.py)
 UNDECODED = {
     ("numpy-fp64-2threads", (33, 777, 45)),
@@ -152,6 +171,34 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
     assert refused == {u for u in UNDECODED if u[0] == name}
 
 
+def test_haswell_rows_reproduce_the_recorded_outputs() -> None:
+    """numpy's float32 and ml_dtypes' bfloat16 ``@`` on OpenBLAS's Haswell
+    kernels, recorded with OPENBLAS_CORETYPE=Haswell: the ``:haswell`` rows
+    give every bit, or refuse the shapes OpenBLAS splits among threads."""
+    with np.load(HASWELL) as z:
+        rec = {k: z[k] for k in z.files}
+    meta = json.loads(str(rec["meta"]))
+    assert meta["openblas_core"] == "Haswell" and meta["numpy"] == "2.4.6"
+    assert len(rec) - 1 == len(HASWELL_CALLS) * len(HASWELL_SHAPES) * len(KINDS)
+    refused = set()
+    for call in HASWELL_CALLS:
+        name, lib, fmt, out, _c, threads = call
+        g = mma.cpu(lib, fmt, out, threads=threads)
+        for shape in HASWELL_SHAPES:
+            for kind in KINDS:
+                A, B, _ = inputs(call, shape, kind)
+                try:
+                    got = g(A, B)
+                except ValueError as e:
+                    assert "not decoded" in str(e)
+                    refused.add((name, shape))
+                    continue
+                same = got.view(np.uint32) == rec[key(name, shape, kind)]
+                assert same.all(), (name, shape, kind, int((~same).sum()),
+                                    np.argwhere(~same)[:4])
+    assert refused == HASWELL_UNDECODED
+
+
 @pytest.mark.parametrize("kw, err, match", [
     ({"when": "__import__('os')"}, ValueError, "not allowed"),
     ({"when": "M.real > 1"}, ValueError, "not allowed"),
@@ -164,7 +211,14 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
     ({"cols": 3}, ValueError, "'lo:hi'"),
     ({"when": 1}, TypeError, "string"),
     ({"rows": ":i"}, ValueError, "unknown name 'i'"),
+    ({"cols": "j:"}, ValueError, "unknown name 'j'"),
     ({"when": "i > 1"}, ValueError, "unknown name 'i'"),
+    ({"where": "k < 2"}, ValueError, "unknown name 'k'"),
+    ({"where": "j.bit_length() < 2"}, ValueError, "not allowed"),
+    ({"where": "x < 2", "defs": (("x", "j % 0"),)}, ValueError, "positive integer"),
+    ({"where": "N < 2", "defs": (("N", "j"),)}, ValueError, "new identifier"),
+    ({"defs": (("x", "j"),)}, ValueError, "defs without a where"),
+    ({"where": "x", "defs": ["x", "j"]}, TypeError, "pairs"),
 ])
 def test_part_expressions_are_checked(kw: dict, err: type, match: str) -> None:
     from fpsim.mma.cputable import Part

@@ -75,11 +75,43 @@ def _compile(text: str, what: str, names: tuple[str, ...] = _NAMES) -> Any:
                 and not (isinstance(node.right, ast.Constant) and node.right.value > 0)):
             raise ValueError(f"Part: {what}={text!r}: // and % take a positive integer on "
                              "their right")
-    return compile(tree, f"<{what}>", "eval")
+    return compile(ast.fix_missing_locations(_Vector().visit(tree)), f"<{what}>", "eval")
 
 
-def _eval(code: Any, env: Mapping[str, int]) -> Any:
-    return eval(code, {"__builtins__": {}}, dict(env))  # noqa: S307 - checked by _compile
+class _Vector(ast.NodeTransformer):
+    """and/or/not and chained comparisons as numpy's logical functions, so an
+    expression (checked by :func:`_compile`) also runs on arrays of ``i``
+    and ``j``; on ints it gives the same truth values."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        fn = "_and" if isinstance(node.op, ast.And) else "_or"
+        return ast.Call(ast.Name(fn, ast.Load()), node.values, [])
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.Call(ast.Name("_not", ast.Load()), [node.operand], [])
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        left, pairs = node.left, []
+        for op, right in zip(node.ops, node.comparators):
+            pairs.append(ast.Compare(left, [op], [right]))
+            left = right
+        return ast.Call(ast.Name("_and", ast.Load()), pairs, [])
+
+
+_LOGIC = {"_and": lambda *v: np.logical_and.reduce(np.broadcast_arrays(*v)),
+          "_or": lambda *v: np.logical_or.reduce(np.broadcast_arrays(*v)),
+          "_not": np.logical_not, "__builtins__": {}}
+
+
+def _eval(code: Any, env: Mapping[str, Any]) -> Any:
+    return eval(code, _LOGIC, dict(env))  # noqa: S307 - checked by _compile
 
 
 @dataclass(frozen=True)
@@ -88,17 +120,22 @@ class Part:
 
     ``when``: the shapes (an expression in ``M``, ``K``, ``N``, ``T``);
     ``rows``, ``cols``: ``"lo:hi"`` ranges of output rows and columns
-    (either bound an expression, empty for the edge; the bounds of ``cols``
-    may name ``i``, the output row, for columns that differ row by row);
-    ``accumulation``: None where the kernel is not decoded; ``source``:
-    where the rule comes from.
+    (either bound an expression, empty for the edge); ``where``: None (every
+    element of the range) or an expression that also names ``i`` and ``j``,
+    the output element's row and column, and the names ``defs`` gives (pairs
+    ``(name, expression)``, each over those before it), for a kernel whose
+    tiles or stores treat elements apart; ``accumulation``: None where the
+    kernel is not decoded; ``source``: where the rule comes from.
 
     >>> p = Part(Accumulation(lanes=16, join="pairs"), when="N % 16 >= 1", cols="N // 16 * 16:")
     >>> p.region(dict(M=4, K=40, N=21, T=1))
     (0, 4, 16, 21)
-    >>> q = Part(Accumulation(), cols=":i % 3")        # row i: its first i mod 3 columns
-    >>> q.region(dict(M=4, K=8, N=5, T=1)), q.cells(dict(M=4, K=8, N=5, T=1)).tolist()
-    ((0, 4, 0, 2), [[False, False], [True, False], [True, True], [False, False]])
+    >>> q = Part(Accumulation(), where="j < i % 3")        # row i: its first i mod 3 columns
+    >>> q.cells(dict(M=4, K=8, N=2, T=1)).tolist()
+    [[False, False], [True, False], [True, True], [False, False]]
+    >>> r = Part(Accumulation(), defs=(("x", "j % 8"),), where="x < 2 and not i")
+    >>> r.cells(dict(M=2, K=1, N=10, T=1)).astype(int).tolist()
+    [[1, 1, 0, 0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
     """
 
     accumulation: Accumulation | None
@@ -106,8 +143,10 @@ class Part:
     rows: str = ":"
     cols: str = ":"
     source: str = ""
+    where: str | None = None
+    defs: tuple[tuple[str, str], ...] = ()
     _code: tuple[Any, ...] = field(default=(), repr=False, compare=False)
-    _per_row: bool = field(default=False, repr=False, compare=False)
+    _where: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.accumulation is not None and not isinstance(self.accumulation, Accumulation):
@@ -120,11 +159,25 @@ class Part:
                 raise ValueError(f"Part: {what}={text!r} must be 'lo:hi' (either side may be "
                                  "empty)")
             lo, hi = text.split(":")
-            names = _NAMES + ("i",) if what == "cols" else _NAMES
-            codes += [_compile(lo or "0", what, names),
-                      _compile(hi or ("M" if what == "rows" else "N"), what, names)]
+            codes += [_compile(lo or "0", what), _compile(hi or ("M" if what == "rows" else "N"),
+                                                         what)]
         object.__setattr__(self, "_code", tuple(codes))
-        object.__setattr__(self, "_per_row", any("i" in c.co_names for c in codes[3:]))
+        if not isinstance(self.defs, tuple) or not all(
+                isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], str) for d in self.defs):
+            raise TypeError("Part: defs must be a tuple of (name, expression) pairs")
+        names = _NAMES + ("i", "j")
+        where = []
+        for name, text in self.defs:
+            if not name.isidentifier() or name in names or name.startswith("_"):
+                raise ValueError(f"Part: defs name {name!r} must be a new identifier (not M, K, "
+                                 "N, T, i, j, nor starting with _)")
+            where.append((name, _compile(text, f"defs {name}", names)))
+            names += (name,)
+        if self.where is not None:
+            where.append((None, _compile(self.where, "where", names)))
+        elif self.defs:
+            raise ValueError("Part: defs without a where= expression")
+        object.__setattr__(self, "_where", tuple(where))
 
     def applies(self, env: Mapping[str, int]) -> bool:
         """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``).
@@ -135,36 +188,27 @@ class Part:
         """
         return bool(_eval(self._code[0], env))
 
-    def _columns(self, env: Mapping[str, int], rows: range) -> list[tuple[int, int]]:
-        """Each row's ``(col_lo, col_hi)``, clipped."""
-        N = env["N"]
-        out = []
-        for i in rows:
-            e = {**env, "i": i}
-            c0, c1 = (int(_eval(c, e)) for c in self._code[3:])
-            out.append((max(0, min(c0, N)), max(0, min(c1, N))))
-        return out
-
     def region(self, env: Mapping[str, int]) -> tuple[int, int, int, int]:
-        """``(row_lo, row_hi, col_lo, col_hi)`` at this shape, clipped (for
-        columns that depend on the row, the box around them)."""
-        M = env["M"]
-        r0, r1 = (max(0, min(int(_eval(c, env)), M)) for c in self._code[1:3])
-        cols = self._columns(env, range(r0, r1) if self._per_row else range(1))
-        cols = [(c0, c1) for c0, c1 in cols if c1 > c0] or [(0, 0)]
-        return r0, r1, min(c for c, _ in cols), max(c for _, c in cols)
+        """``(row_lo, row_hi, col_lo, col_hi)`` at this shape, clipped."""
+        r0, r1, c0, c1 = (int(_eval(c, env)) for c in self._code[1:])
+        M, N = env["M"], env["N"]
+        return (max(0, min(r0, M)), max(0, min(r1, M)), max(0, min(c0, N)), max(0, min(c1, N)))
 
     def cells(self, env: Mapping[str, int]) -> np.ndarray:
-        """The elements of :meth:`region` the part covers (all of them
-        unless its columns depend on the row)."""
+        """Which elements of :meth:`region` the part covers (every one
+        unless ``where`` says otherwise), as a bool array."""
         r0, r1, c0, c1 = self.region(env)
-        mask = np.zeros((r1 - r0, c1 - c0), bool)
-        if not self._per_row:
-            mask[:] = True
-            return mask
-        for i, (lo, hi) in zip(range(r0, r1), self._columns(env, range(r0, r1))):
-            mask[i - r0, max(lo, c0) - c0:max(hi, c0) - c0] = True
-        return mask
+        shape = (r1 - r0, c1 - c0)
+        if not self._where:
+            return np.ones(shape, bool)
+        scope: dict[str, Any] = {**env, "i": np.arange(r0, r1, dtype=np.int64)[:, None],
+                                 "j": np.arange(c0, c1, dtype=np.int64)[None, :]}
+        for name, code in self._where:
+            value = _eval(code, scope)
+            if name is None:
+                return np.broadcast_to(np.asarray(value) != 0, shape).copy()
+            scope[name] = value
+        raise AssertionError("unreachable: where is compiled last")
 
 
 @dataclass(frozen=True)
@@ -234,6 +278,49 @@ def _openblas_parts(acc: str, q: int) -> tuple[Part, ...]:
 
 
 _F32 = _openblas_parts("fp32", 448)
+
+_HASWELL = ("numpy 2.4.6 with scipy-openblas 0.3.31, OPENBLAS_CORETYPE=Haswell (the kernels "
+            "OpenBLAS takes on any AVX2 x86 CPU without AVX-512: Haswell to Zen 3), measured on "
+            "an AMD EPYC Zen 4, 2026-11-29")
+_HSRC = ("OpenBLAS kernel/x86_64/sgemm_kernel_8x4_haswell_2.c (COMPUTE_n12: COMPUTE_H_m8n6 "
+         "and COMPUTE_T_m8n6 keep two accumulator sets, even and odd k, COMPUTE_L/R_m16n6 one; "
+         "COMPUTE_NORMAL(4): COMPUTE_m8n4 two), driver/level3/level3.c (min_i by GEMM_P, "
+         "min_jj 12 or 4 on the first min_i), param.h HASWELL (SGEMM P = Q = 320, unroll 8x4)")
+#: Where Haswell's sgemm keeps two accumulator sets.  Column j lies in a chunk
+#: of M' = N (level3.c: 320 while 640 remain, then halves rounded up to 8)
+#: starting at c0, of width m, at x in it (g whole 8s); rows go in blocks of
+#: 12 (q rows), then, on the first chunk, 4s (min_jj), on later ones the
+#: kernel's 8, 4, 2, 1.  In a 12-block, the left 6 rows (COMPUTE_H_m8n6)
+#: take the chunk's first 8 columns and, where g is even, its last whole 8
+#: (COMPUTE_T_m8n6(L)); the right 6 take the last whole 8 where g is odd
+#: (COMPUTE_T_m8n6(R)); a 4-block takes every whole 8 (COMPUTE_m8n4).
+_HASWELL_DEFS = (
+    ("f", "(N >= 640) * ((N - 320) // 320)"),
+    ("t0", "320 * f"),
+    ("rest", "N - t0"),
+    ("a", "rest + (rest > 320) * (((rest // 2 + 7) // 8) * 8 - rest)"),
+    ("c0", "(j < t0) * (j // 320 * 320) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
+    ("m", "(j < t0) * 320 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
+    ("x", "j - c0"),
+    ("g", "m // 8"),
+    ("q", "M // 12 * 12"),
+    ("rr", "M - q"),
+    ("left", "i % 12 < 6"),
+)
+_HASWELL_LANES = ("(i < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
+                  "== 0))) or (x < g * 8 and i >= q and (c0 == 0 and i < q + rr // 4 * 4 or "
+                  "c0 > 0 and 4 <= rr <= 7 and i < q + 4))")
+_HASWELL_ONE = "(T == 1 or M * N * K < 524288) and M >= 2 and N >= 2"
+_F32_HASWELL = (
+    Part(None, source="gemv (M or N is 1), and level3_thread.c's split of M and N among 2+ "
+         "threads (M·N·K >= 2 × 262144, interface/gemm.c): not decoded"),
+    Part(Accumulation(k_block=320, k_block_rule="halve_up", k_unroll=8), when=_HASWELL_ONE,
+         source=_HSRC + ": one FMA chain per K panel"),
+    Part(Accumulation(lanes=2, tail="lane0", unroll=8, k_block=320, k_block_rule="halve_up",
+                      k_unroll=8), when=_HASWELL_ONE, defs=_HASWELL_DEFS, where=_HASWELL_LANES,
+         source=_HSRC + ": two accumulator sets (k mod 2) in a loop of 8, the K mod 8 "
+         "products into the first, added at the save"),
+)
 _ATEN = ("ATen aten/src/ATen/native/mkldnn/Matmul.cpp checksize (M·K·N > 4096 -> oneDNN); "
          "aten/src/ATen/native/BlasKernel.cpp sum() with ilp_factor 4")
 _ONEDNN = ("oneDNN brg_matmul:avx512_core_bf16 (ONEDNN_VERBOSE): VDPBF16PS, K blocks of "
@@ -255,14 +342,15 @@ _MKL_SKINNY = ("MKL 2024.2 sgemm where N <= 11 or M <= 3 (N >= 2), measured by "
 #: The first (-i·N) mod 4 elements of output row i, where at least 4 follow:
 #: the elements before the first 16-byte boundary of the row (C's base
 #: 16-byte aligned, as torch allocates it), which MKL's aligned stores miss.
-_PEELED = ":(4 - i * N % 4) % 4 * (N - (4 - i * N % 4) % 4 >= 4)"
+_PEELED = (("peel", "(4 - i * N % 4) % 4"),)
 _F32_TORCH = (
     Part(None, source="MKL sgemm at N = 1 (its gemv path: at 7x256x1 four lanes after a "
          "four-product prologue, measured, not decoded at other K and alignments)"),
     Part(Accumulation(products="rounded", c_joins="start"), when="N >= 2 and (N <= 11 or M <= 3)",
          source=_MKL_SKINNY + "one chain of rounded products (vmulps, vaddps) from C"),
     Part(Accumulation(products="rounded", apart=4, c_joins="start"),
-         when="N >= 2 and (N <= 11 or M <= 3)", cols=_PEELED,
+         when="N >= 2 and (N <= 11 or M <= 3)", defs=_PEELED,
+         where="j < peel and N - peel >= 4",
          source=_MKL_SKINNY + "the elements before the first 16-byte boundary of each output "
          "row (its first (-i·N) mod 4, where at least 4 follow) take runs of 8 products: 4 "
          "into the chain, 4 summed apart and added (FPRev at 7x4096x5, element (3, 0))"),
@@ -296,9 +384,14 @@ _row(CPULibrary("numpy", ("fp16", "fp16"), "fp16", "a @ b (numpy's own loop for 
                 "numpy 2.4.6, 2026-11-29 (any CPU: numpy's C loop, no BLAS)",
                 (Part(Accumulation(), source="numpy/_core/src/umath/matmul.c.src: "
                       "@TYPE@_matmul_inner_noblas (float accumulator, one rounding at the end)"),)))
+_row(CPULibrary("numpy:haswell", ("fp32", "fp32"), "fp32",
+                "a @ b (float32: OpenBLAS sgemm on its Haswell kernels)", _HASWELL, _F32_HASWELL))
 for _fmt in ("bf16", "e4m3"):
     _row(CPULibrary("ml_dtypes", (_fmt, _fmt), "fp32",
                     "a @ b (the float32 result of OpenBLAS sgemm on the values)", _MLD, _F32))
+    _row(CPULibrary("ml_dtypes:haswell", (_fmt, _fmt), "fp32", "a @ b (the float32 result of "
+                    "OpenBLAS sgemm on its Haswell kernels)", _MLD + ", " + _HASWELL,
+                    _F32_HASWELL))
 _row(CPULibrary("torch", ("bf16", "bf16"), "bf16", "torch.mm(a, b) / torch.addmm(c, a, b) on the "
                 "CPU (C joins in FP32 after the sum)", _TORCH, _BF16_TORCH))
 _row(CPULibrary("torch", ("fp32", "fp32"), "fp32", "torch.mm(a, b) / torch.addmm(c, a, b) on "
@@ -388,8 +481,8 @@ class CPUGEMM:
         lines = [f"M={M}, K={K}, N={N}, threads={self.threads}:"]
         for (r0, r1, c0, c1), p in self.plan(M, K, N):
             what = "not decoded" if p.accumulation is None else str(p.accumulation)
-            cols = f"{c0}:{c1}" if not p._per_row else f"{c0}:{c1} (row i: {p.cols})"
-            lines.append(f"  rows {r0}:{r1}, columns {cols}: {what}")
+            where = "" if p.where is None else f" where {p.where}"
+            lines.append(f"  rows {r0}:{r1}, columns {c0}:{c1}{where}: {what}")
         return "\n".join(lines)
 
     def _operand(self, x: Any, fmt: str, name: str, ndim: int) -> np.ndarray:
@@ -436,10 +529,34 @@ class CPUGEMM:
                                  f"{r0 + rows[0]}, column {c0 + cols[0]}) is not decoded "
                                  f"({p.source}); run fpsim.mma.probe(fn, ..., shape='gemm', "
                                  "size=(M, K, N)) on the library itself")
-            res = _chains.run(p.accumulation, a[r0:r1, None, :], b[:, c0:c1].T[None, :, :],
-                              None if c is None else c[r0:r1, c0:c1], self.row.out)
-            values[r0:r1, c0:c1][mine] = res[mine]
+            if mine.all():             # the whole region: views, no copies
+                res = _chains.run(p.accumulation, a[r0:r1, None, :], b[:, c0:c1].T[None, :, :],
+                                  None if c is None else c[r0:r1, c0:c1], self.row.out)
+                values[r0:r1, c0:c1] = res
+                continue
+            for rows, cols in _blocks(mine):
+                ri, ci = rows + r0, cols + c0
+                # (np.take keeps each operand's rows contiguous along K)
+                res = _chains.run(p.accumulation, a.take(ri, axis=0)[:, None, :],
+                                  b.take(ci, axis=1).T[None, :, :],
+                                  None if c is None else c[np.ix_(ri, ci)], self.row.out)
+                values[np.ix_(ri, ci)] = res
         return to_dtype(values, self.row.out)
+
+
+def _blocks(mine: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The elements of a bool mask as (rows, columns) index pairs whose grids
+    cover exactly the True elements: one pair per distinct row pattern (a
+    part's kernel tiles repeat, so there are few), so each accumulation runs
+    on its own elements only."""
+    patterns, inverse = np.unique(np.packbits(mine, axis=1), axis=0, return_inverse=True)
+    out = []
+    for n in range(len(patterns)):
+        rows = np.flatnonzero(inverse.ravel() == n)
+        cols = np.flatnonzero(mine[rows[0]])
+        if cols.size:
+            out.append((rows, cols))
+    return out
 
 
 def to_dtype(values: np.ndarray, out: str) -> np.ndarray:
@@ -451,14 +568,20 @@ def to_dtype(values: np.ndarray, out: str) -> np.ndarray:
     return unit_nans(codes, _lookup(out), DEFAULT_NAN[out]).view(dt)
 
 
-def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM:
+def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1,
+        kernels: str | None = None) -> CPUGEMM:
     """What a CPU library's GEMM computes: a :class:`CPUGEMM` from the row of
     ``fpsim.mma.cputable.CPU_LIBRARIES`` for ``library`` (``"numpy"``, ``"torch"``,
     ``"jax"``, ``"ml_dtypes"``), the input format ``fmt`` and the output
-    ``out`` (default: the only row's, or the input format).
+    ``out`` (default: the only row's, or the input format).  ``kernels``:
+    None (the kernels of the machine the row was measured on), or a
+    family the library takes on other CPUs (``"haswell"``: OpenBLAS on any
+    AVX2 CPU without AVX-512, the row ``"numpy:haswell"``).
 
     >>> cpu("torch", "bf16")
     <CPUGEMM torch bf16 -> bf16: torch.mm(a, b) / torch.addmm(c, a, b) on the CPU ...>
+    >>> cpu("numpy", "fp32", kernels="haswell")
+    <CPUGEMM numpy:haswell fp32 -> fp32: a @ b (float32: OpenBLAS sgemm on its Haswell kernels)>
     >>> cpu("numpy", "e5m2")
     Traceback (most recent call last):
       ...
@@ -466,6 +589,11 @@ def cpu(library: str, fmt: Any, out: Any = None, *, threads: int = 1) -> CPUGEMM
     """
     if not isinstance(library, str):
         raise TypeError(f"cpu(): library must be a string, got {type(library).__name__}")
+    if kernels is not None:
+        if not isinstance(kernels, str):
+            raise TypeError(f"cpu(): kernels must be a string or None, got "
+                            f"{type(kernels).__name__}")
+        library = f"{library}:{kernels.lower()}"
     name = _lookup(fmt).name
     rows = [r for (lib, f, _o), r in CPU_LIBRARIES.items() if lib == library and f == name]
     if out is not None:
