@@ -62,10 +62,9 @@ HASWELL_CALLS = [
 HASWELL_SHAPES = [(14, 100, 40), (26, 100, 50), (30, 1000, 40), (64, 64, 64), (7, 500, 9),
                   (13, 100, 17), (40, 50, 100), (25, 60, 33), (12, 30, 15), (10, 50, 400),
                   (17, 9, 1000), (22, 9, 650), (14, 9, 1279), (64, 100, 64), (7, 4096, 5),
-                  (9, 2000, 40)]
-#: 2 threads where M·N·K >= 2 × 262144 (interface/gemm.c): level3_thread.c
-HASWELL_UNDECODED = {("haswell-fp32-2threads", (30, 1000, 40)),
-                     ("haswell-fp32-2threads", (9, 2000, 40))}
+                  (9, 2000, 40), (40, 400, 33), (45, 700, 45), (12, 5000, 10), (13, 60, 700)]
+#: shapes a Haswell row refuses (gemv, 3 or more threads: none here)
+HASWELL_UNDECODED: set = set()
 
 #: (call, shape) the rows refuse: kernels not decoded (see fpsim/mma/cputable.py)
 UNDECODED = {
@@ -174,7 +173,7 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
 def test_haswell_rows_reproduce_the_recorded_outputs() -> None:
     """numpy's float32 and ml_dtypes' bfloat16 ``@`` on OpenBLAS's Haswell
     kernels, recorded with OPENBLAS_CORETYPE=Haswell: the ``:haswell`` rows
-    give every bit, or refuse the shapes OpenBLAS splits among threads."""
+    give every bit, on one thread and on two (level3_thread.c's split)."""
     with np.load(HASWELL) as z:
         rec = {k: z[k] for k in z.files}
     meta = json.loads(str(rec["meta"]))
@@ -239,3 +238,12 @@ def test_rows_refuse_wrong_operands() -> None:
         mma.cpu("numpy", "e5m2")
     with pytest.raises(TypeError, match="threads"):
         mma.cpu("numpy", "fp32", threads=1.0)
+
+
+def test_kernels_name_a_row_of_the_table() -> None:
+    assert mma.cpu("numpy", "fp32", kernels="Haswell").row.library == "numpy:haswell"
+    assert mma.cpu("ml_dtypes", "bf16", kernels="haswell").row.out == "fp32"
+    with pytest.raises(ValueError, match="no CPU row for numpy:zen5 fp32; known: .*numpy:haswell"):
+        mma.cpu("numpy", "fp32", kernels="zen5")
+    with pytest.raises(TypeError, match="kernels must be a string or None"):
+        mma.cpu("numpy", "fp32", kernels=3)

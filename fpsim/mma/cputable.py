@@ -310,16 +310,73 @@ _HASWELL_DEFS = (
 _HASWELL_LANES = ("(i < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
                   "== 0))) or (x < g * 8 and i >= q and (c0 == 0 and i < q + rr // 4 * 4 or "
                   "c0 > 0 and 4 <= rr <= 7 and i < q + 4))")
-_HASWELL_ONE = "(T == 1 or M * N * K < 524288) and M >= 2 and N >= 2"
+#: One thread: T == 1, or too little work for two (interface/gemm.c: M·N·K
+#: below 2 × 262144), or a split level3_thread.c gives one thread (N < 16
+#: columns and at most 8 rows: GEMM_LOCAL).
+_HASWELL_ONE = ("(T == 1 or M * N * K < 524288 or N < 16 and M <= 8) and M >= 2 and N >= 2")
+_HASWELL_TWO = ("T == 2 and M * N * K >= 524288 and not (N < 16 and M <= 8) and M >= 2 "
+                "and N >= 2")
+#: Two threads (level3_thread.c, measured on 0.3.31 where its source differs
+#: from the one read): ``wide`` where the columns (M' = N) split between the
+#: threads (N >= 16 and not M > N >= 16: the objective n·tm + m·tn), at
+#: ceil8(ceil(N / 2)), and the rows (N' = M), whose parts each thread packs,
+#: at ceil(M / 2) raised to 8 and rounded up to 8; else every thread takes
+#: all columns and half the rows, split at ceil(M / 2).  Each thread's row part runs in
+#: two halves (DIVIDE_RATE), the 12/4 split (min_jj) on its own part in the
+#: first column chunk, the kernel's 12/8/4/2/1 on the rest; its columns in
+#: chunks of 320 (level3_thread.c: later halves of (r + 1) // 2).
+_HASWELL2_DEFS = (
+    ("wide", "N >= 16 and not (M >= 16 and M > N)"),
+    ("w0", "wide * (((N + 1) // 2 + 7) // 8 * 8) + (1 - wide) * N"),
+    ("tm", "j >= w0"),
+    ("lo", "tm * w0"),
+    ("hi", "tm * N + (1 - tm) * w0"),
+    ("f", "(hi - lo >= 640) * ((hi - lo - 320) // 320)"),
+    ("t0", "lo + 320 * f"),
+    ("rest", "hi - t0"),
+    ("a", "rest + (rest > 320) * ((rest // 2 + (f > 0) * (rest % 2) + 7) // 8 * 8 - rest)"),
+    ("c0", "(j < t0) * (lo + (j - lo) // 320 * 320) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
+    ("m", "(j < t0) * 320 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
+    ("x", "j - c0"),
+    ("g", "m // 8"),
+    ("hw", "(M + 1) // 2"),
+    ("h8", "hw + (1 < hw < 8) * (8 - hw)"),
+    ("h8r", "h8 + (M >= 8 and h8 > 8) * ((h8 + 7) // 8 * 8 - h8)"),
+    ("h", "wide * (h8r - (h8r > M) * (h8r - M)) + (1 - wide) * hw"),
+    ("p", "i >= h"),
+    ("s", "p * h"),
+    ("e", "p * M + (1 - p) * h"),
+    ("dv", "(e - s + 1) // 2"),
+    ("ss", "s + (i - s >= dv) * dv"),
+    ("se", "ss + dv - (ss + dv > e) * (ss + dv - e)"),
+    ("y", "i - ss"),
+    ("q", "(se - ss) // 12 * 12"),
+    ("rr", "se - ss - q"),
+    ("jjs", "(wide * (p == tm) + (1 - wide)) * (c0 == lo)"),
+    ("left", "y % 12 < 6"),
+)
+_HASWELL2_LANES = ("(y < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
+                   "== 0))) or (x < g * 8 and y >= q and (jjs and y < q + rr // 4 * 4 or not jjs "
+                   "and 4 <= rr <= 7 and y < q + 4))")
+_HSRC2 = ("OpenBLAS driver/level3/level3_thread.c (gemm_driver's split of M' and N', "
+          "inner_thread's DIVIDE_RATE halves, min_jj on its own part; K panels halved as (r + "
+          "1) / 2), interface/gemm.c (two threads from M·N·K >= 2 × 262144), measured on "
+          "0.3.31 with OPENBLAS_NUM_THREADS=2 (the split's rounding differs from the source "
+          "read: examples/cpu_gemms/record_openblas_haswell.py)")
 _F32_HASWELL = (
-    Part(None, source="gemv (M or N is 1), and level3_thread.c's split of M and N among 2+ "
-         "threads (M·N·K >= 2 × 262144, interface/gemm.c): not decoded"),
+    Part(None, source="gemv (M or N is 1), and level3_thread.c's split among 3 or more "
+         "threads: not decoded"),
     Part(Accumulation(k_block=320, k_block_rule="halve_up", k_unroll=8), when=_HASWELL_ONE,
          source=_HSRC + ": one FMA chain per K panel"),
     Part(Accumulation(lanes=2, tail="lane0", unroll=8, k_block=320, k_block_rule="halve_up",
                       k_unroll=8), when=_HASWELL_ONE, defs=_HASWELL_DEFS, where=_HASWELL_LANES,
          source=_HSRC + ": two accumulator sets (k mod 2) in a loop of 8, the K mod 8 "
          "products into the first, added at the save"),
+    Part(Accumulation(k_block=320, k_block_rule="halve"), when=_HASWELL_TWO,
+         source=_HSRC2 + ": one FMA chain per K panel"),
+    Part(Accumulation(lanes=2, tail="lane0", unroll=8, k_block=320, k_block_rule="halve"),
+         when=_HASWELL_TWO, defs=_HASWELL2_DEFS, where=_HASWELL2_LANES,
+         source=_HSRC2 + "; " + _HSRC + ": two accumulator sets"),
 )
 _ATEN = ("ATen aten/src/ATen/native/mkldnn/Matmul.cpp checksize (M·K·N > 4096 -> oneDNN); "
          "aten/src/ATen/native/BlasKernel.cpp sum() with ilp_factor 4")
