@@ -56,6 +56,8 @@ HASWELL_CALLS = [
     ("haswell-fp32", "numpy:haswell", "fp32", "fp32", False, 1),
     ("haswell-fp32-2threads", "numpy:haswell", "fp32", "fp32", False, 2),
     ("haswell-bf16", "ml_dtypes:haswell", "bf16", "fp32", False, 1),
+    ("haswell-fp64", "numpy:haswell", "fp64", "fp64", False, 1),
+    ("haswell-fp64-2threads", "numpy:haswell", "fp64", "fp64", False, 2),
 ]
 #: every region of the kernel: 12-row blocks (first 8 columns, last whole 8
 #: by parity), 4-row blocks, chunks of 320 columns and their halves, K panels
@@ -63,6 +65,9 @@ HASWELL_SHAPES = [(14, 100, 40), (26, 100, 50), (30, 1000, 40), (64, 64, 64), (7
                   (13, 100, 17), (40, 50, 100), (25, 60, 33), (12, 30, 15), (10, 50, 400),
                   (17, 9, 1000), (22, 9, 650), (14, 9, 1279), (64, 100, 64), (7, 4096, 5),
                   (9, 2000, 40), (40, 400, 33), (45, 700, 45), (12, 5000, 10), (13, 60, 700)]
+#: dgemm's: odd M (its last row), chunks of 512 columns, two threads' halves
+HASWELL_SHAPES_FP64 = [(9, 40, 13), (11, 41, 6), (13, 100, 9), (5, 9, 1100), (3, 20, 600),
+                       (9, 8000, 9), (41, 400, 33), (13, 3000, 30), (45, 700, 45), (64, 64, 64)]
 #: shapes a Haswell row refuses (gemv, 3 or more threads: none here)
 HASWELL_UNDECODED: set = set()
 
@@ -170,20 +175,24 @@ def test_rows_reproduce_the_recorded_outputs(call: tuple, recording: dict[str, n
     assert refused == {u for u in UNDECODED if u[0] == name}
 
 
+def haswell_shapes(call: tuple) -> list[tuple[int, int, int]]:
+    return HASWELL_SHAPES_FP64 if call[2] == "fp64" else HASWELL_SHAPES
+
+
 def test_haswell_rows_reproduce_the_recorded_outputs() -> None:
-    """numpy's float32 and ml_dtypes' bfloat16 ``@`` on OpenBLAS's Haswell
-    kernels, recorded with OPENBLAS_CORETYPE=Haswell: the ``:haswell`` rows
+    """numpy's float32 and float64 and ml_dtypes' bfloat16 ``@`` on OpenBLAS's
+    Haswell kernels, recorded with OPENBLAS_CORETYPE=Haswell: the ``:haswell`` rows
     give every bit, on one thread and on two (level3_thread.c's split)."""
     with np.load(HASWELL) as z:
         rec = {k: z[k] for k in z.files}
     meta = json.loads(str(rec["meta"]))
     assert meta["openblas_core"] == "Haswell" and meta["numpy"] == "2.4.6"
-    assert len(rec) - 1 == len(HASWELL_CALLS) * len(HASWELL_SHAPES) * len(KINDS)
+    assert len(rec) - 1 == sum(len(haswell_shapes(c)) for c in HASWELL_CALLS) * len(KINDS)
     refused = set()
     for call in HASWELL_CALLS:
         name, lib, fmt, out, _c, threads = call
         g = mma.cpu(lib, fmt, out, threads=threads)
-        for shape in HASWELL_SHAPES:
+        for shape in haswell_shapes(call):
             for kind in KINDS:
                 A, B, _ = inputs(call, shape, kind)
                 try:
@@ -192,7 +201,7 @@ def test_haswell_rows_reproduce_the_recorded_outputs() -> None:
                     assert "not decoded" in str(e)
                     refused.add((name, shape))
                     continue
-                same = got.view(np.uint32) == rec[key(name, shape, kind)]
+                same = got.view(f"u{got.dtype.itemsize}") == rec[key(name, shape, kind)]
                 assert same.all(), (name, shape, kind, int((~same).sum()),
                                     np.argwhere(~same)[:4])
     assert refused == HASWELL_UNDECODED

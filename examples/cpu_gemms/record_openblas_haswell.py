@@ -1,8 +1,8 @@
-"""Re-record tests/data/cpu-gemms/openblas-haswell.npz: numpy's float32 ``@``
-and ml_dtypes' bfloat16 ``@`` on OpenBLAS's **Haswell** kernels (what
+"""Re-record tests/data/cpu-gemms/openblas-haswell.npz: numpy's float32 and
+float64 ``@`` and ml_dtypes' bfloat16 ``@`` on OpenBLAS's **Haswell** kernels (what
 OpenBLAS takes on any AVX2 x86 CPU without AVX-512: Haswell to Zen 3),
 forced with ``OPENBLAS_CORETYPE=Haswell`` on any x86 CPU with AVX2 and FMA,
-on the inputs of tests/test_cpu_libraries.py (HASWELL_CALLS, HASWELL_SHAPES,
+on the inputs of tests/test_cpu_libraries.py (HASWELL_CALLS, haswell_shapes,
 KINDS), as their bits, with the versions and the kernel family in ``meta``.
 
 Run ``python examples/cpu_gemms/record_openblas_haswell.py`` from the
@@ -28,7 +28,7 @@ def record(threads: int, out: str) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     import ml_dtypes
     import numpy as np
-    from test_cpu_libraries import HASWELL_CALLS, HASWELL_SHAPES, KINDS, inputs, key, openblas_core
+    from test_cpu_libraries import HASWELL_CALLS, KINDS, haswell_shapes, inputs, key, openblas_core
 
     core = openblas_core()
     if core != "Haswell":
@@ -37,12 +37,12 @@ def record(threads: int, out: str) -> None:
     for call in HASWELL_CALLS:
         if call[5] != threads:
             continue
-        for shape in HASWELL_SHAPES:
+        for shape in haswell_shapes(call):
             for kind in KINDS:
                 A, B, _ = inputs(call, shape, kind)
                 with np.errstate(all="ignore"):
                     D = A @ B
-                got[key(call[0], shape, kind)] = D.view(np.uint32)
+                got[key(call[0], shape, kind)] = D.view(f"u{D.dtype.itemsize}")
     meta = {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__, "openblas_core": core,
             "machine": platform.processor() or platform.machine(),
             "cpu": next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")

@@ -325,36 +325,46 @@ _HASWELL_TWO = ("T == 2 and M * N * K >= 524288 and not (N < 16 and M <= 8) and 
 #: two halves (DIVIDE_RATE), the 12/4 split (min_jj) on its own part in the
 #: first column chunk, the kernel's 12/8/4/2/1 on the rest; its columns in
 #: chunks of 320 (level3_thread.c: later halves of (r + 1) // 2).
-_HASWELL2_DEFS = (
-    ("wide", "N >= 16 and not (M >= 16 and M > N)"),
-    ("w0", "wide * (((N + 1) // 2 + 7) // 8 * 8) + (1 - wide) * N"),
-    ("tm", "j >= w0"),
-    ("lo", "tm * w0"),
-    ("hi", "tm * N + (1 - tm) * w0"),
-    ("f", "(hi - lo >= 640) * ((hi - lo - 320) // 320)"),
-    ("t0", "lo + 320 * f"),
-    ("rest", "hi - t0"),
-    ("a", "rest + (rest > 320) * ((rest // 2 + (f > 0) * (rest % 2) + 7) // 8 * 8 - rest)"),
-    ("c0", "(j < t0) * (lo + (j - lo) // 320 * 320) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
-    ("m", "(j < t0) * 320 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
-    ("x", "j - c0"),
-    ("g", "m // 8"),
-    ("hw", "(M + 1) // 2"),
-    ("h8", "hw + (1 < hw < 8) * (8 - hw)"),
-    ("h8r", "h8 + (M >= 8 and h8 > 8) * ((h8 + 7) // 8 * 8 - h8)"),
-    ("h", "wide * (h8r - (h8r > M) * (h8r - M)) + (1 - wide) * hw"),
-    ("p", "i >= h"),
-    ("s", "p * h"),
-    ("e", "p * M + (1 - p) * h"),
-    ("dv", "(e - s + 1) // 2"),
-    ("ss", "s + (i - s >= dv) * dv"),
-    ("se", "ss + dv - (ss + dv > e) * (ss + dv - e)"),
-    ("y", "i - ss"),
-    ("q", "(se - ss) // 12 * 12"),
-    ("rr", "se - ss - q"),
-    ("jjs", "(wide * (p == tm) + (1 - wide)) * (c0 == lo)"),
-    ("left", "y % 12 < 6"),
-)
+def _two_thread_defs(P: int, u: int) -> tuple[tuple[str, str], ...]:
+    """The names a two-thread Haswell part's ``where`` reads (see above):
+    column j's chunk (c0, width m, at x) within its thread's columns [lo,
+    hi), chunks of ``P`` cut as level3_thread.c does (halves rounded up to
+    ``u``); row i's half (ss, se) of its thread's row part, and whether the
+    12/4 split (jjs) applies there."""
+    return (
+        ("wide", "N >= 16 and not (M >= 16 and M > N)"),
+        ("w0", "wide * (((N + 1) // 2 + 7) // 8 * 8) + (1 - wide) * N"),
+        ("tm", "j >= w0"),
+        ("lo", "tm * w0"),
+        ("hi", "tm * N + (1 - tm) * w0"),
+        ("f", f"(hi - lo >= {2 * P}) * ((hi - lo - {P}) // {P})"),
+        ("t0", f"lo + {P} * f"),
+        ("rest", "hi - t0"),
+        ("a", f"rest + (rest > {P}) * ((rest // 2 + (f > 0) * (rest % 2) + {u - 1}) // {u} * {u}"
+              " - rest)"),
+        ("c0", f"(j < t0) * (lo + (j - lo) // {P} * {P}) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
+        ("m", f"(j < t0) * {P} + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
+        ("x", "j - c0"),
+        ("g", "m // 8"),
+        ("hw", "(M + 1) // 2"),
+        ("h8", "hw + (1 < hw < 8) * (8 - hw)"),
+        ("h8r", "h8 + (M >= 8 and h8 > 8) * ((h8 + 7) // 8 * 8 - h8)"),
+        ("h", "wide * (h8r - (h8r > M) * (h8r - M)) + (1 - wide) * hw"),
+        ("p", "i >= h"),
+        ("s", "p * h"),
+        ("e", "p * M + (1 - p) * h"),
+        ("dv", "(e - s + 1) // 2"),
+        ("ss", "s + (i - s >= dv) * dv"),
+        ("se", "ss + dv - (ss + dv > e) * (ss + dv - e)"),
+        ("y", "i - ss"),
+        ("q", "(se - ss) // 12 * 12"),
+        ("rr", "se - ss - q"),
+        ("jjs", "(wide * (p == tm) + (1 - wide)) * (c0 == lo)"),
+        ("left", "y % 12 < 6"),
+    )
+
+
+_HASWELL2_DEFS = _two_thread_defs(320, 8)
 _HASWELL2_LANES = ("(y < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
                    "== 0))) or (x < g * 8 and y >= q and (jjs and y < q + rr // 4 * 4 or not jjs "
                    "and 4 <= rr <= 7 and y < q + 4))")
@@ -363,6 +373,41 @@ _HSRC2 = ("OpenBLAS driver/level3/level3_thread.c (gemm_driver's split of M' and
           "1) / 2), interface/gemm.c (two threads from M·N·K >= 2 × 262144), measured on "
           "0.3.31 with OPENBLAS_NUM_THREADS=2 (the split's rounding differs from the source "
           "read: examples/cpu_gemms/record_openblas_haswell.py)")
+_DSRC = ("OpenBLAS kernel/x86_64/dgemm_kernel_4x8_haswell.S, driver/level3/level3.c, "
+         "param.h HASWELL (DGEMM P = 512, Q = 256, unroll 4x8), measured with "
+         "OPENBLAS_CORETYPE=Haswell (examples/cpu_gemms/record_openblas_haswell.py)")
+#: dgemm on one thread: the last output row of an odd M (the kernel's n = 1
+#: remainder) sums along K in 4 lanes, for the columns of each chunk of up to
+#: 512 (level3.c's min_i) that its 4-wide loop covers.
+_DHASWELL_DEFS = (
+    ("f", "(N >= 1024) * ((N - 512) // 512)"),
+    ("t0", "512 * f"),
+    ("rest", "N - t0"),
+    ("a", "rest + (rest > 512) * (((rest // 2 + 3) // 4) * 4 - rest)"),
+    ("c0", "(j < t0) * (j // 512 * 512) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
+    ("m", "(j < t0) * 512 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
+)
+_DHASWELL_LANES = "M % 2 == 1 and i == M - 1 and j - c0 < m // 4 * 4"
+_DLANES = Accumulation(accumulator="fp64", lanes=4, tail="lane0", unroll=8, join="pairs",
+                       k_block=256, k_block_rule="halve")
+_F64_HASWELL = (
+    Part(None, source="gemv (M or N is 1), and dgemm on 3 or more threads: not decoded"),
+    Part(Accumulation(accumulator="fp64", k_block=256, k_block_rule="halve"), when=_HASWELL_TWO,
+         source=_HSRC2 + "; " + _DSRC + ": one FMA chain per K panel"),
+    Part(_DLANES, when=_HASWELL_TWO, defs=_two_thread_defs(512, 4),
+         where="(se - ss) % 2 == 1 and i == se - 1 and x < m // 4 * 4",
+         source=_HSRC2 + "; " + _DSRC + ": the last row of an odd half (the kernel's n = 1 "
+         "remainder), 4 lanes"),
+    Part(Accumulation(accumulator="fp64", k_block=256, k_block_rule="halve_up", k_unroll=4),
+         when=_HASWELL_ONE,
+         source=_DSRC + ": one FMA chain per K panel"),
+    Part(Accumulation(accumulator="fp64", lanes=4, tail="lane0", unroll=8, join="pairs",
+                      k_block=256, k_block_rule="halve_up", k_unroll=4),
+         when=_HASWELL_ONE, defs=_DHASWELL_DEFS,
+         where=_DHASWELL_LANES,
+         source=_DSRC + ": the n = 1 remainder, 4 lanes (k mod 4) in a loop of 8, the tail "
+         "into the first, joined by pairs"),
+)
 _F32_HASWELL = (
     Part(None, source="gemv (M or N is 1), and level3_thread.c's split among 3 or more "
          "threads: not decoded"),
@@ -443,6 +488,8 @@ _row(CPULibrary("numpy", ("fp16", "fp16"), "fp16", "a @ b (numpy's own loop for 
                       "@TYPE@_matmul_inner_noblas (float accumulator, one rounding at the end)"),)))
 _row(CPULibrary("numpy:haswell", ("fp32", "fp32"), "fp32",
                 "a @ b (float32: OpenBLAS sgemm on its Haswell kernels)", _HASWELL, _F32_HASWELL))
+_row(CPULibrary("numpy:haswell", ("fp64", "fp64"), "fp64",
+                "a @ b (float64: OpenBLAS dgemm on its Haswell kernels)", _HASWELL, _F64_HASWELL))
 for _fmt in ("bf16", "e4m3"):
     _row(CPULibrary("ml_dtypes", (_fmt, _fmt), "fp32",
                     "a @ b (the float32 result of OpenBLAS sgemm on the values)", _MLD, _F32))
