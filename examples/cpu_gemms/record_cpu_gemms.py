@@ -77,21 +77,28 @@ def record(threads: int, out: str) -> None:
     np.savez(out, meta=json.dumps(meta), **got)
 
 
-def main() -> None:
+def per_thread_count(script: str, name: str, **env_extra: str) -> None:
+    """Run ``script --threads T OUT`` for T = 1 and 2, each in a process of
+    its own with the thread variables (and ``env_extra``) set, and merge
+    the outputs into ``tests/data/cpu-gemms/<name>``."""
     import numpy as np
 
     parts = []
     for threads in (1, 2):
-        out = f"/tmp/cpu-gemms-{threads}.npz"
+        out = f"/tmp/{Path(name).stem}-{threads}.npz"
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   MKL_NUM_THREADS=str(threads))
-        subprocess.run([sys.executable, __file__, "--threads", str(threads), out], env=env,
+                   MKL_NUM_THREADS=str(threads), **env_extra)
+        subprocess.run([sys.executable, script, "--threads", str(threads), out], env=env,
                        check=True)
         parts.append(dict(np.load(out)))
     merged = {**parts[1], **parts[0]}
-    dest = ROOT / "tests" / "data" / "cpu-gemms" / "cpu-libraries.npz"
+    dest = ROOT / "tests" / "data" / "cpu-gemms" / name
     np.savez_compressed(dest, **merged)
     print(f"{dest}: {len(merged) - 1} outputs")
+
+
+def main() -> None:
+    per_thread_count(__file__, "cpu-libraries.npz")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,7 @@ loads).  Recorded with numpy 2.4.6 (scipy-openblas 0.3.31) and ml_dtypes
 from __future__ import annotations
 
 import json
-import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -51,20 +49,10 @@ def record(threads: int, out: str) -> None:
 
 
 def main() -> None:
-    import numpy as np
+    sys.path.insert(0, str(Path(__file__).parent))
+    from record_cpu_gemms import per_thread_count
 
-    parts = []
-    for threads in (1, 2):
-        out = f"/tmp/openblas-haswell-{threads}.npz"
-        env = dict(os.environ, OPENBLAS_CORETYPE="Haswell", OPENBLAS_NUM_THREADS=str(threads),
-                   OMP_NUM_THREADS=str(threads))
-        subprocess.run([sys.executable, __file__, "--threads", str(threads), out], env=env,
-                       check=True)
-        parts.append(dict(np.load(out)))
-    merged = {**parts[1], **parts[0]}
-    dest = ROOT / "tests" / "data" / "cpu-gemms" / "openblas-haswell.npz"
-    np.savez_compressed(dest, **merged)
-    print(f"{dest}: {len(merged) - 1} outputs")
+    per_thread_count(__file__, "openblas-haswell.npz", OPENBLAS_CORETYPE="Haswell")
 
 
 if __name__ == "__main__":
