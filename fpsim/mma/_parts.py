@@ -121,7 +121,8 @@ class Part:
     where: str | None = None
     defs: tuple[tuple[str, str], ...] = ()
     _code: tuple[Any, ...] = field(default=(), repr=False, compare=False)
-    _where: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    _defs: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
+    _pred: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.accumulation is not None and not isinstance(self.accumulation, Accumulation):
@@ -140,19 +141,19 @@ class Part:
         if not isinstance(self.defs, tuple) or not all(
                 isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], str) for d in self.defs):
             raise TypeError("Part: defs must be a tuple of (name, expression) pairs")
+        if self.defs and self.where is None:
+            raise ValueError("Part: defs without a where= expression")
         names = _NAMES + ("i", "j")
-        where = []
+        defs = []
         for name, text in self.defs:
             if not name.isidentifier() or name in names or name.startswith("_"):
                 raise ValueError(f"Part: defs name {name!r} must be a new identifier (not M, K, "
                                  "N, T, i, j, nor starting with _)")
-            where.append((name, _compile(text, f"defs {name}", names)))
+            defs.append((name, _compile(text, f"defs {name}", names)))
             names += (name,)
+        object.__setattr__(self, "_defs", tuple(defs))
         if self.where is not None:
-            where.append((None, _compile(self.where, "where", names)))
-        elif self.defs:
-            raise ValueError("Part: defs without a where= expression")
-        object.__setattr__(self, "_where", tuple(where))
+            object.__setattr__(self, "_pred", _compile(self.where, "where", names))
 
     def applies(self, env: Mapping[str, int]) -> bool:
         """Whether ``when`` holds at ``env`` (``M``, ``K``, ``N``, ``T``).
@@ -174,13 +175,10 @@ class Part:
         unless ``where`` says otherwise), as a bool array."""
         r0, r1, c0, c1 = self.region(env)
         shape = (r1 - r0, c1 - c0)
-        if not self._where:
+        if self._pred is None:
             return np.ones(shape, bool)
         scope: dict[str, Any] = {**env, "i": np.arange(r0, r1, dtype=np.int64)[:, None],
                                  "j": np.arange(c0, c1, dtype=np.int64)[None, :]}
-        for name, code in self._where:
-            value = _eval(code, scope)
-            if name is None:
-                return np.broadcast_to(np.asarray(value) != 0, shape).copy()
-            scope[name] = value
-        raise AssertionError("unreachable: where is compiled last")
+        for name, code in self._defs:
+            scope[name] = _eval(code, scope)
+        return np.broadcast_to(np.asarray(_eval(self._pred, scope)) != 0, shape).copy()

@@ -120,88 +120,12 @@ _HSRC = ("OpenBLAS kernel/x86_64/sgemm_kernel_8x4_haswell_2.c (COMPUTE_n12: COMP
          "and COMPUTE_T_m8n6 keep two accumulator sets, even and odd k, COMPUTE_L/R_m16n6 one; "
          "COMPUTE_NORMAL(4): COMPUTE_m8n4 two), driver/level3/level3.c (min_i by GEMM_P, "
          "min_jj 12 or 4 on the first min_i), param.h HASWELL (SGEMM P = Q = 320, unroll 8x4)")
-#: Where Haswell's sgemm keeps two accumulator sets.  Column j lies in a chunk
-#: of M' = N (level3.c: 320 while 640 remain, then halves rounded up to 8)
-#: starting at c0, of width m, at x in it (g whole 8s); rows go in blocks of
-#: 12 (q rows), then, on the first chunk, 4s (min_jj), on later ones the
-#: kernel's 8, 4, 2, 1.  In a 12-block, the left 6 rows (COMPUTE_H_m8n6)
-#: take the chunk's first 8 columns and, where g is even, its last whole 8
-#: (COMPUTE_T_m8n6(L)); the right 6 take the last whole 8 where g is odd
-#: (COMPUTE_T_m8n6(R)); a 4-block takes every whole 8 (COMPUTE_m8n4).
-_HASWELL_DEFS = (
-    ("f", "(N >= 640) * ((N - 320) // 320)"),
-    ("t0", "320 * f"),
-    ("rest", "N - t0"),
-    ("a", "rest + (rest > 320) * (((rest // 2 + 7) // 8) * 8 - rest)"),
-    ("c0", "(j < t0) * (j // 320 * 320) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
-    ("m", "(j < t0) * 320 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
-    ("x", "j - c0"),
-    ("g", "m // 8"),
-    ("q", "M // 12 * 12"),
-    ("rr", "M - q"),
-    ("left", "i % 12 < 6"),
-)
-_HASWELL_LANES = ("(i < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
-                  "== 0))) or (x < g * 8 and i >= q and (c0 == 0 and i < q + rr // 4 * 4 or "
-                  "c0 > 0 and 4 <= rr <= 7 and i < q + 4))")
 #: One thread: T == 1, or too little work for two (interface/gemm.c: M·N·K
 #: below 2 × 262144), or a split level3_thread.c gives one thread (N < 16
 #: columns and at most 8 rows: GEMM_LOCAL).
 _HASWELL_ONE = ("(T == 1 or M * N * K < 524288 or N < 16 and M <= 8) and M >= 2 and N >= 2")
 _HASWELL_TWO = ("T == 2 and M * N * K >= 524288 and not (N < 16 and M <= 8) and M >= 2 "
                 "and N >= 2")
-#: Two threads (level3_thread.c, measured on 0.3.31 where its source differs
-#: from the one read): ``wide`` where the columns (M' = N) split between the
-#: threads (N >= 16 and not M > N >= 16: the objective n·tm + m·tn), at
-#: ceil8(ceil(N / 2)), and the rows (N' = M), whose parts each thread packs,
-#: at ceil(M / 2) raised to 8 and rounded up to 8; else every thread takes
-#: all columns and half the rows, split at ceil(M / 2).  Each thread's row part runs in
-#: two halves (DIVIDE_RATE), the 12/4 split (min_jj) on its own part in the
-#: first column chunk, the kernel's 12/8/4/2/1 on the rest; its columns in
-#: chunks of 320 (level3_thread.c: later halves of (r + 1) // 2).
-def _two_thread_defs(P: int, u: int) -> tuple[tuple[str, str], ...]:
-    """The names a two-thread Haswell part's ``where`` reads (see above):
-    column j's chunk (c0, width m, at x) within its thread's columns [lo,
-    hi), chunks of ``P`` cut as level3_thread.c does (halves rounded up to
-    ``u``); row i's half (ss, se) of its thread's row part, and whether the
-    12/4 split (jjs) applies there."""
-    return (
-        ("wide", "N >= 16 and not (M >= 16 and M > N)"),
-        ("w0", "wide * (((N + 1) // 2 + 7) // 8 * 8) + (1 - wide) * N"),
-        ("tm", "j >= w0"),
-        ("lo", "tm * w0"),
-        ("hi", "tm * N + (1 - tm) * w0"),
-        ("f", f"(hi - lo >= {2 * P}) * ((hi - lo - {P}) // {P})"),
-        ("t0", f"lo + {P} * f"),
-        ("rest", "hi - t0"),
-        ("a", f"rest + (rest > {P}) * ((rest // 2 + (f > 0) * (rest % 2) + {u - 1}) // {u} * {u}"
-              " - rest)"),
-        ("c0", f"(j < t0) * (lo + (j - lo) // {P} * {P}) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
-        ("m", f"(j < t0) * {P} + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
-        ("x", "j - c0"),
-        ("g", "m // 8"),
-        ("hw", "(M + 1) // 2"),
-        ("h8", "hw + (1 < hw < 8) * (8 - hw)"),
-        ("h8r", "h8 + (M >= 8 and h8 > 8) * ((h8 + 7) // 8 * 8 - h8)"),
-        ("h", "wide * (h8r - (h8r > M) * (h8r - M)) + (1 - wide) * hw"),
-        ("p", "i >= h"),
-        ("s", "p * h"),
-        ("e", "p * M + (1 - p) * h"),
-        ("dv", "(e - s + 1) // 2"),
-        ("ss", "s + (i - s >= dv) * dv"),
-        ("se", "ss + dv - (ss + dv > e) * (ss + dv - e)"),
-        ("y", "i - ss"),
-        ("q", "(se - ss) // 12 * 12"),
-        ("rr", "se - ss - q"),
-        ("jjs", "(wide * (p == tm) + (1 - wide)) * (c0 == lo)"),
-        ("left", "y % 12 < 6"),
-    )
-
-
-_HASWELL2_DEFS = _two_thread_defs(320, 8)
-_HASWELL2_LANES = ("(y < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
-                   "== 0))) or (x < g * 8 and y >= q and (jjs and y < q + rr // 4 * 4 or not jjs "
-                   "and 4 <= rr <= 7 and y < q + 4))")
 _HSRC2 = ("OpenBLAS driver/level3/level3_thread.c (gemm_driver's split of M' and N', "
           "inner_thread's DIVIDE_RATE halves, min_jj on its own part; K panels halved as (r + "
           "1) / 2), interface/gemm.c (two threads from M·N·K >= 2 × 262144), measured on "
@@ -210,53 +134,108 @@ _HSRC2 = ("OpenBLAS driver/level3/level3_thread.c (gemm_driver's split of M' and
 _DSRC = ("OpenBLAS kernel/x86_64/dgemm_kernel_4x8_haswell.S, driver/level3/level3.c, "
          "param.h HASWELL (DGEMM P = 512, Q = 256, unroll 4x8), measured with "
          "OPENBLAS_CORETYPE=Haswell (examples/cpu_gemms/record_openblas_haswell.py)")
-#: dgemm on one thread: the last output row of an odd M (the kernel's n = 1
-#: remainder) sums along K in 4 lanes, for the columns of each chunk of up to
-#: 512 (level3.c's min_i) that its 4-wide loop covers.
-_DHASWELL_DEFS = (
-    ("f", "(N >= 1024) * ((N - 512) // 512)"),
-    ("t0", "512 * f"),
-    ("rest", "N - t0"),
-    ("a", "rest + (rest > 512) * (((rest // 2 + 3) // 4) * 4 - rest)"),
-    ("c0", "(j < t0) * (j // 512 * 512) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
-    ("m", "(j < t0) * 512 + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
-)
-_DHASWELL_LANES = "M % 2 == 1 and i == M - 1 and j - c0 < m // 4 * 4"
-_DLANES = Accumulation(accumulator="fp64", lanes=4, tail="lane0", unroll=8, join="pairs",
-                       k_block=256, k_block_rule="halve")
-_F64_HASWELL = (
-    Part(None, source="gemv (M or N is 1), and dgemm on 3 or more threads: not decoded"),
-    Part(Accumulation(accumulator="fp64", k_block=256, k_block_rule="halve"), when=_HASWELL_TWO,
-         source=_HSRC2 + "; " + _DSRC + ": one FMA chain per K panel"),
-    Part(_DLANES, when=_HASWELL_TWO, defs=_two_thread_defs(512, 4),
-         where="(se - ss) % 2 == 1 and i == se - 1 and x < m // 4 * 4",
-         source=_HSRC2 + "; " + _DSRC + ": the last row of an odd half (the kernel's n = 1 "
-         "remainder), 4 lanes"),
-    Part(Accumulation(accumulator="fp64", k_block=256, k_block_rule="halve_up", k_unroll=4),
-         when=_HASWELL_ONE,
-         source=_DSRC + ": one FMA chain per K panel"),
-    Part(Accumulation(accumulator="fp64", lanes=4, tail="lane0", unroll=8, join="pairs",
-                      k_block=256, k_block_rule="halve_up", k_unroll=4),
-         when=_HASWELL_ONE, defs=_DHASWELL_DEFS,
-         where=_DHASWELL_LANES,
-         source=_DSRC + ": the n = 1 remainder, 4 lanes (k mod 4) in a loop of 8, the tail "
-         "into the first, joined by pairs"),
-)
-_F32_HASWELL = (
-    Part(None, source="gemv (M or N is 1), and level3_thread.c's split among 3 or more "
-         "threads: not decoded"),
-    Part(Accumulation(k_block=320, k_block_rule="halve_up", k_unroll=8), when=_HASWELL_ONE,
-         source=_HSRC + ": one FMA chain per K panel"),
-    Part(Accumulation(lanes=2, tail="lane0", unroll=8, k_block=320, k_block_rule="halve_up",
-                      k_unroll=8), when=_HASWELL_ONE, defs=_HASWELL_DEFS, where=_HASWELL_LANES,
-         source=_HSRC + ": two accumulator sets (k mod 2) in a loop of 8, the K mod 8 "
-         "products into the first, added at the save"),
-    Part(Accumulation(k_block=320, k_block_rule="halve"), when=_HASWELL_TWO,
-         source=_HSRC2 + ": one FMA chain per K panel"),
-    Part(Accumulation(lanes=2, tail="lane0", unroll=8, k_block=320, k_block_rule="halve"),
-         when=_HASWELL_TWO, defs=_HASWELL2_DEFS, where=_HASWELL2_LANES,
-         source=_HSRC2 + "; " + _HSRC + ": two accumulator sets"),
-)
+
+
+def _haswell_defs(P: int, u: int, threads: int) -> tuple[tuple[str, str], ...]:
+    """The names the Haswell rows' ``where`` reads, on one or two threads.
+
+    Columns (M' = N): each thread's columns [lo, hi) go in chunks of ``P``
+    while 2P remain, then halves rounded up to the unroll ``u`` (level3.c:
+    ``r // 2``; level3_thread.c, past its first chunk: ``(r + 1) // 2``);
+    column j's chunk starts at c0, is m wide, j is x into it (g whole 8s).
+    Rows (N' = M): each thread's rows [ss, se) (one thread: all of them; two:
+    its half of its part, DIVIDE_RATE), i is y into them; a run of 12-row
+    blocks (q rows), then the rest (rr): 4s where the 12/4 split (min_jj)
+    applies (``jjs``: a thread's own part in its first chunk), else the
+    kernel's 8, 4, 2, 1.
+
+    Two threads (level3_thread.c, measured on 0.3.31, where the split
+    rounds differently from the source read): ``wide`` where the columns
+    split between the threads (N >= 16 and not M > N >= 16: the objective
+    n·tm + m·tn), at ceil8(ceil(N / 2)), and the rows, whose parts each
+    thread packs, at ceil(M / 2) raised to 8 and rounded up to 8; else
+    every thread takes all columns and half the rows, at ceil(M / 2)."""
+    if threads == 1:
+        cols: tuple[tuple[str, str], ...] = (("lo", "0"), ("hi", "N"))
+        half = "rest // 2"
+    else:
+        cols = (("wide", "N >= 16 and not (M >= 16 and M > N)"),
+                ("w0", "wide * (((N + 1) // 2 + 7) // 8 * 8) + (1 - wide) * N"),
+                ("tm", "j >= w0"),
+                ("lo", "tm * w0"),
+                ("hi", "tm * N + (1 - tm) * w0"))
+        half = "rest // 2 + (f > 0) * (rest % 2)"
+    chunks = (
+        ("f", f"(hi - lo >= {2 * P}) * ((hi - lo - {P}) // {P})"),
+        ("t0", f"lo + {P} * f"),
+        ("rest", "hi - t0"),
+        ("a", f"rest + (rest > {P}) * (({half} + {u - 1}) // {u} * {u} - rest)"),
+        ("c0", f"(j < t0) * (lo + (j - lo) // {P} * {P}) + (j >= t0) * (t0 + (j >= t0 + a) * a)"),
+        ("m", f"(j < t0) * {P} + (j >= t0) * ((j < t0 + a) * a + (j >= t0 + a) * (rest - a))"),
+        ("x", "j - c0"),
+        ("g", "m // 8"),
+    )
+    if threads == 1:
+        rows: tuple[tuple[str, str], ...] = (("ss", "0"), ("se", "M"), ("jjs", "c0 == 0"))
+    else:
+        rows = (("hw", "(M + 1) // 2"),
+                ("h8", "hw + (1 < hw < 8) * (8 - hw)"),
+                ("h8r", "h8 + (M >= 8 and h8 > 8) * ((h8 + 7) // 8 * 8 - h8)"),
+                ("h", "wide * (h8r - (h8r > M) * (h8r - M)) + (1 - wide) * hw"),
+                ("p", "i >= h"),
+                ("s", "p * h"),
+                ("e", "p * M + (1 - p) * h"),
+                ("dv", "(e - s + 1) // 2"),
+                ("ss", "s + (i - s >= dv) * dv"),
+                ("se", "ss + dv - (ss + dv > e) * (ss + dv - e)"),
+                ("jjs", "(wide * (p == tm) + (1 - wide)) * (c0 == lo)"))
+    run = (("y", "i - ss"), ("q", "(se - ss) // 12 * 12"), ("rr", "se - ss - q"),
+           ("left", "y % 12 < 6"))
+    return cols + chunks + rows + run
+
+
+#: Where Haswell's sgemm keeps two accumulator sets: in a 12-row block the
+#: left 6 rows (COMPUTE_H_m8n6) on the chunk's first 8 columns and, where g
+#: is even, on its last whole 8 (COMPUTE_T_m8n6(L)), the right 6 on the last
+#: whole 8 where g is odd (COMPUTE_T_m8n6(R)); a 4-row block on every whole
+#: 8 (COMPUTE_m8n4).
+_SGEMM_LANES = ("(y < q and m >= 16 and (x < 8 and left or x // 8 == g - 1 and left == (g % 2 "
+                "== 0))) or (x < g * 8 and y >= q and (jjs and y < q + rr // 4 * 4 or not jjs "
+                "and 4 <= rr <= 7 and y < q + 4))")
+#: Where Haswell's dgemm sums in 4 lanes: the last row of an odd run of rows
+#: (the kernel's n = 1 remainder), on the columns its 4-wide loop covers.
+_DGEMM_LANES = "(se - ss) % 2 == 1 and i == se - 1 and x < m // 4 * 4"
+
+
+def _haswell_parts(acc: str) -> tuple[Part, ...]:
+    """OpenBLAS's sgemm (``acc="fp32"``) or dgemm on the Haswell kernels, on
+    one thread and on two: FMA chains in K panels, and the elements whose
+    kernel keeps several accumulators (:data:`_SGEMM_LANES`,
+    :data:`_DGEMM_LANES`)."""
+    if acc == "fp32":
+        P, Q, u, src, where = 320, 320, 8, _HSRC, _SGEMM_LANES
+        lanes = Accumulation(lanes=2, tail="lane0", unroll=8)
+        what = ("two accumulator sets (k mod 2) in a loop of 8, the K mod 8 products into the "
+                "first, added at the save")
+    else:
+        P, Q, u, src, where = 512, 256, 4, _DSRC, _DGEMM_LANES
+        lanes = Accumulation(accumulator="fp64", lanes=4, tail="lane0", unroll=8, join="pairs")
+        what = ("the n = 1 remainder, 4 lanes (k mod 4) in a loop of 8, the tail into the first, "
+                "joined by pairs")
+    parts = [Part(None, source="gemv (M or N is 1), and level3_thread.c's split among 3 or "
+                  "more threads: not decoded")]
+    for threads, when, rule, how in (
+            (1, _HASWELL_ONE, {"k_block_rule": "halve_up", "k_unroll": u}, src),
+            (2, _HASWELL_TWO, {"k_block_rule": "halve"}, _HSRC2 + "; " + src)):
+        parts += [Part(Accumulation(accumulator=acc, k_block=Q, **rule), when=when,
+                       source=how + ": one FMA chain per K panel"),
+                  Part(lanes.replace(k_block=Q, **rule), when=when,
+                       defs=_haswell_defs(P, u, threads), where=where, source=how + ": " + what)]
+    return tuple(parts)
+
+
+_F32_HASWELL = _haswell_parts("fp32")
+_F64_HASWELL = _haswell_parts("fp64")
 _ATEN = ("ATen aten/src/ATen/native/mkldnn/Matmul.cpp checksize (M·K·N > 4096 -> oneDNN); "
          "aten/src/ATen/native/BlasKernel.cpp sum() with ilp_factor 4")
 _ONEDNN = ("oneDNN brg_matmul:avx512_core_bf16 (ONEDNN_VERBOSE): VDPBF16PS, K blocks of "
